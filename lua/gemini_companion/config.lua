@@ -1,0 +1,95 @@
+--- Defaults, merging and validation of the options given to `setup()`.
+local M = {}
+
+---@type gemini_companion.Config
+M.defaults = {
+  auto_start = true,
+  log_level = "info",
+  log_file = nil,
+  keep_alive_seconds = 15,
+  max_request_bytes = 64 * 1024 * 1024,
+}
+
+---@type gemini_companion.Config
+local current = vim.deepcopy(M.defaults)
+
+local log_levels = { debug = true, info = true, warning = true, error = true }
+
+---@param path string
+---@param value any
+---@param expected string|string[]
+---@param optional? boolean
+local function check_type(path, value, expected, optional)
+  if value == nil and optional then
+    return
+  end
+  local types = type(expected) == "table" and expected or { expected }
+  for _, t in ipairs(types) do
+    if type(value) == t then
+      return
+    end
+  end
+  error(
+    string.format(
+      "gemini_companion.setup: option '%s' must be %s, got %s",
+      path,
+      table.concat(types, " or "),
+      vim.inspect(value)
+    ),
+    0
+  )
+end
+
+---@param path string
+---@param cond boolean
+---@param message string
+local function check(path, cond, message)
+  if not cond then
+    error(string.format("gemini_companion.setup: option '%s' %s", path, message), 0)
+  end
+end
+
+--- Validate a merged configuration; raises an error naming the first bad field.
+---@param config gemini_companion.Config
+function M.validate(config)
+  local known = {}
+  for key in pairs(M.defaults) do
+    known[key] = true
+  end
+  known.log_file = true
+  for key in pairs(config) do
+    check(tostring(key), known[key] ~= nil, "is not a known option")
+  end
+  check_type("auto_start", config.auto_start, "boolean")
+  check_type("log_level", config.log_level, "string")
+  check("log_level", log_levels[config.log_level] ~= nil, "must be one of debug, info, warning, error")
+  check_type("log_file", config.log_file, "string", true)
+  check_type("keep_alive_seconds", config.keep_alive_seconds, "number")
+  check("keep_alive_seconds", config.keep_alive_seconds > 0, "must be positive")
+  check_type("max_request_bytes", config.max_request_bytes, "number")
+  check("max_request_bytes", config.max_request_bytes >= 1024, "must be at least 1024")
+end
+
+--- Merge `opts` over the defaults, validate, and make the result current.
+--- Nothing changes when validation fails.
+---@param opts? gemini_companion.Options
+---@return gemini_companion.Config
+function M.set(opts)
+  check_type("opts", opts, "table", true)
+  local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  M.validate(merged)
+  current = merged
+  return current
+end
+
+---@return gemini_companion.Config
+function M.get()
+  return current
+end
+
+---@return string
+function M.log_file()
+  return current.log_file or (vim.fn.stdpath("log") .. "/gemini-companion.log")
+end
+
+return M

@@ -1,0 +1,120 @@
+--- gemini-companion.nvim: Gemini CLI's IDE mode for Neovim. The public API.
+local M = {}
+
+local group_name = "gemini_companion"
+
+--- Configure the plugin. Safe to call more than once; a bad option raises an
+--- error naming it and changes nothing.
+---@param opts? gemini_companion.Options
+function M.setup(opts)
+  require("gemini_companion.config").set(opts)
+end
+
+--- Every directory Neovim works in: the global cwd, then tab and window cwds.
+---@return string[]
+function M.workspace_dirs()
+  local dirs, seen = {}, {}
+  local function add(dir)
+    if dir ~= "" and not seen[dir] then
+      seen[dir] = true
+      dirs[#dirs + 1] = dir
+    end
+  end
+  add(vim.fn.getcwd(-1, -1))
+  for _, tab in ipairs(vim.api.nvim_list_tabpages()) do
+    local tabnr = vim.api.nvim_tabpage_get_number(tab)
+    add(vim.fn.getcwd(-1, tabnr))
+    for _, win in ipairs(vim.api.nvim_tabpage_list_wins(tab)) do
+      add(vim.fn.getcwd(vim.api.nvim_win_get_number(win), tabnr))
+    end
+  end
+  return dirs
+end
+
+local function on_workspace_change()
+  require("gemini_companion.host").notify("gemini_companion_workspace", M.workspace_dirs())
+end
+
+local function create_autocmds()
+  local group = vim.api.nvim_create_augroup(group_name, { clear = true })
+  vim.api.nvim_create_autocmd({ "DirChanged", "TabClosed", "WinClosed" }, {
+    group = group,
+    callback = function()
+      vim.schedule(on_workspace_change)
+    end,
+  })
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = group,
+    callback = function()
+      -- Remove the discovery file here: the host may be killed before it can.
+      local file = require("gemini_companion.state").current.discovery_file
+      if file then
+        os.remove(file)
+      end
+      require("gemini_companion.host").notify("gemini_companion_stop")
+    end,
+  })
+end
+
+--- Start the companion server (no-op if it runs).
+---@param opts? { quiet?: boolean }
+function M.start(opts)
+  local config = require("gemini_companion.config").get()
+  local host = require("gemini_companion.host")
+  local channel, err = host.ensure()
+  if not channel then
+    vim.notify("Gemini companion: " .. err, vim.log.levels.ERROR, { title = "Gemini companion" })
+    return
+  end
+  create_autocmds()
+  host.notify("gemini_companion_start", {
+    nvim_pid = vim.fn.getpid(),
+    workspace_dirs = M.workspace_dirs(),
+    log_file = require("gemini_companion.config").log_file(),
+    log_level = config.log_level,
+    keep_alive_seconds = config.keep_alive_seconds,
+    max_body_bytes = config.max_request_bytes,
+    quiet = opts and opts.quiet or false,
+  })
+end
+
+--- Stop the companion server and remove its discovery file.
+function M.stop()
+  pcall(vim.api.nvim_del_augroup_by_name, group_name)
+  require("gemini_companion.host").notify("gemini_companion_stop")
+end
+
+---@return gemini_companion.State
+function M.status()
+  return require("gemini_companion.state").current
+end
+
+--- Lines describing the companion's state, as :GeminiCompanionStatus shows them.
+---@return string[]
+function M.status_lines()
+  local s = M.status()
+  local lines = {}
+  if not s.running then
+    lines[1] = "Gemini companion: not running" .. (s.error and (" (" .. s.error .. ")") or "")
+    return lines
+  end
+  lines[#lines + 1] = "Gemini companion: running on 127.0.0.1:" .. tostring(s.port)
+  lines[#lines + 1] = "  workspace:      " .. (s.workspace_path ~= "" and s.workspace_path or "(none)")
+  lines[#lines + 1] = "  discovery file: " .. tostring(s.discovery_file)
+  lines[#lines + 1] = "  log file:       " .. require("gemini_companion.config").log_file()
+  lines[#lines + 1] = string.format("  CLI sessions:   %d connected", #s.sessions)
+  for _, session in ipairs(s.sessions) do
+    lines[#lines + 1] = string.format(
+      "    %s since %s",
+      session.id:sub(1, 8),
+      os.date("%H:%M:%S", math.floor(session.connected_at))
+    )
+  end
+  return lines
+end
+
+function M.show_status()
+  vim.api.nvim_echo({ { table.concat(M.status_lines(), "\n") } }, true, {})
+end
+
+return M

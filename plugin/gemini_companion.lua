@@ -1,0 +1,37 @@
+-- gemini-companion.nvim: commands and the start-up hook only. Every callback
+-- requires its module lazily, so loading this file costs nothing at start-up.
+if vim.g.loaded_gemini_companion then
+  return
+end
+vim.g.loaded_gemini_companion = true
+
+local command = vim.api.nvim_create_user_command
+
+command("GeminiCompanionStart", function()
+  require("gemini_companion").start()
+end, { desc = "Start the Gemini CLI companion server" })
+
+command("GeminiCompanionStop", function()
+  require("gemini_companion").stop()
+end, { desc = "Stop the Gemini CLI companion server" })
+
+command("GeminiCompanionStatus", function()
+  require("gemini_companion").show_status()
+end, { desc = "Show the Gemini CLI companion's state" })
+
+local group = vim.api.nvim_create_augroup("gemini_companion_startup", { clear = true })
+
+local function auto_start()
+  if require("gemini_companion.config").get().auto_start then
+    -- Past the first screen: nothing of ours runs before Neovim has drawn.
+    vim.schedule(function()
+      require("gemini_companion").start({ quiet = true })
+    end)
+  end
+end
+
+if vim.v.vim_did_enter == 1 then
+  auto_start()
+else
+  vim.api.nvim_create_autocmd("VimEnter", { group = group, once = true, callback = auto_start })
+end

@@ -1,0 +1,165 @@
+"""The discovery file through which Gemini CLI finds the companion server.
+
+Spec: ide-companion-spec.md section I.2; client-behaviour.md "IDE mode: discovery".
+The CLI scans ``<os.tmpdir()>/gemini/ide/`` for ``gemini-ide-server-<PID>-<PORT>.json``
+files owned by its own uid, so this module follows Node's tmpdir rule rather than
+Python's, writes atomically with mode 0600, and never writes through a symlink.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+IDE_NAME = "neovim"
+IDE_DISPLAY_NAME = "Neovim"
+
+_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+
+
+class DiscoveryError(Exception):
+    """The discovery file could not be written safely; the message says why."""
+
+
+def node_tmpdir(env: Mapping[str, str] | None = None) -> str:
+    """Return what Node's ``os.tmpdir()`` returns on POSIX for ``env``.
+
+    ``$TMPDIR``, else ``$TMP``, else ``$TEMP``, else ``/tmp``; a trailing ``/`` is
+    removed unless the path is ``/`` itself.
+    """
+    env = os.environ if env is None else env
+    path = env.get("TMPDIR") or env.get("TMP") or env.get("TEMP") or "/tmp"
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    return path
+
+
+def discovery_dir(env: Mapping[str, str] | None = None) -> Path:
+    return Path(node_tmpdir(env)) / "gemini" / "ide"
+
+
+def workspace_path_value(directories: Iterable[str]) -> str:
+    """Join the real paths of ``directories`` with ``:``, keeping first-seen order.
+
+    A directory whose real path contains ``:`` cannot be expressed in the
+    ``:``-separated list the CLI splits, so it is left out.
+    """
+    seen: dict[str, None] = {}
+    for directory in directories:
+        if not directory:
+            continue
+        real = os.path.realpath(directory)
+        if ":" in real or not os.path.isabs(real):
+            continue
+        seen.setdefault(real, None)
+    return ":".join(seen)
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _ensure_private_dir(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = os.lstat(directory)
+    if not os.path.isdir(directory) or os.path.islink(directory):
+        raise DiscoveryError(f"{directory} is not a directory")
+    if st.st_uid != os.getuid():
+        raise DiscoveryError(f"{directory} belongs to another user (uid {st.st_uid})")
+
+
+@dataclass(frozen=True)
+class DiscoveryFile:
+    """One server's discovery file: ``gemini-ide-server-<pid>-<port>.json``."""
+
+    directory: Path
+    pid: int
+    port: int
+    auth_token: str
+
+    @property
+    def path(self) -> Path:
+        return self.directory / f"gemini-ide-server-{self.pid}-{self.port}.json"
+
+    def content(self, workspace_path: str) -> dict[str, object]:
+        return {
+            "port": self.port,
+            "workspacePath": workspace_path,
+            "authToken": self.auth_token,
+            "ideInfo": {"name": IDE_NAME, "displayName": IDE_DISPLAY_NAME},
+        }
+
+    def write(self, workspace_path: str) -> None:
+        """Write (or rewrite) the file atomically: a private temporary file, then rename.
+
+        ``rename`` replaces a symlink planted at the target instead of following it,
+        and ``mkstemp`` creates the temporary file with ``O_EXCL`` and mode 0600.
+        """
+        _ensure_private_dir(self.directory)
+        data = json.dumps(self.content(workspace_path)).encode()
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".gemini-ide-server-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def remove_stale_files(directory: Path, own_pid: int) -> list[Path]:
+    """Remove discovery files of Neovim processes that no longer run.
+
+    Only files owned by this user, written by this plugin (``ideInfo.name`` is
+    ``neovim``) and naming a dead PID (or this very PID, left by a server of ours
+    that did not stop cleanly) are removed: another IDE's file is never touched.
+    """
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    uid = os.getuid()
+    for entry in entries:
+        match = _FILE_RE.match(entry.name)
+        if match is None:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_uid != uid or not entry.is_file(follow_symlinks=False):
+                continue
+            pid = int(match.group(1))
+            if pid != own_pid and pid_alive(pid):
+                continue
+            with open(entry.path, "rb") as fh:
+                info = json.loads(fh.read(65536) or b"{}")
+            if not isinstance(info, dict) or info.get("ideInfo", {}).get("name") != IDE_NAME:
+                continue
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except (OSError, ValueError, AttributeError) as exc:
+            if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, errno.EACCES):
+                raise
+            continue
+    return removed

@@ -1,0 +1,110 @@
+"""Request checks that run before anything reaches the MCP transport.
+
+The spec requires the bearer token on every request (section I.2). Beyond it, no
+browser may reach the server (any ``Origin`` is refused), the ``Host`` must name the
+loopback address and our port (DNS rebinding), and bodies are capped. The order is
+the order of the checks below, so an unauthenticated peer learns nothing else.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MCP_PATH = "/mcp"
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def send_error(send: Send, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class RequestGuard:
+    """ASGI middleware: 403 for any Origin or a foreign Host, 401 without the token,
+    404 off ``/mcp``, 413 for bodies over ``max_body_bytes``."""
+
+    def __init__(self, app: ASGIApp, *, token: str, port: int, max_body_bytes: int) -> None:
+        self._app = app
+        self._expected_auth = f"Bearer {token}".encode()
+        self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+        self._max = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers: dict[bytes, bytes] = {}
+        for key, value in scope["headers"]:
+            headers.setdefault(key.lower(), value)
+        if b"origin" in headers:
+            await send_error(send, 403, "Forbidden: requests with an Origin header are refused")
+            return
+        if headers.get(b"host", b"").lower() not in self._hosts:
+            await send_error(send, 403, "Forbidden: Host must be the loopback address and port")
+            return
+        if not hmac.compare_digest(headers.get(b"authorization", b""), self._expected_auth):
+            await send_error(send, 401, "Unauthorized")
+            return
+        if scope["path"] != MCP_PATH:
+            await send_error(send, 404, "Not found")
+            return
+        length = headers.get(b"content-length")
+        if length is not None:
+            try:
+                too_large = int(length) > self._max
+            except ValueError:
+                await send_error(send, 400, "Bad Content-Length")
+                return
+            if too_large:
+                await send_error(send, 413, "Request body too large")
+                return
+        await self._call_limited(scope, receive, send)
+
+    async def _call_limited(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the app with a ``receive`` that stops a chunked body at the limit."""
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self._max:
+                    raise BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self._app(scope, limited_receive, tracking_send)
+        except BodyTooLarge:
+            if not started:
+                await send_error(send, 413, "Request body too large")

@@ -1,0 +1,272 @@
+"""The companion's MCP server: Streamable HTTP on 127.0.0.1, in a thread of its own.
+
+Spec: ide-companion-spec.md section I.1. The socket is bound (port 0) on the
+caller's thread, so the port is known and the discovery file can be published at
+once; the mcp SDK, Starlette and Uvicorn are imported in the server thread, which
+keeps their import time (about a second) off Neovim's main loop. Connections that
+arrive meanwhile wait in the listen backlog.
+
+Everything that belongs to the server (sessions, context, diffs) lives on this
+thread's asyncio loop; other threads reach it only through :meth:`call_soon`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .security import DEFAULT_MAX_BODY_BYTES, MCP_PATH, RequestGuard
+from .sessions import SessionStream, SessionStreams
+
+if TYPE_CHECKING:
+    import uvicorn
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "gemini-companion.nvim"
+SERVER_VERSION = "0.1.0"
+
+# Tool input schemas (ide-companion-spec.md section III; client-behaviour.md adds
+# ``suppressNotification`` to closeDiff).
+OPEN_DIFF_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "filePath": {"type": "string", "description": "Absolute path of the file to diff"},
+        "newContent": {"type": "string", "description": "The proposed new content"},
+    },
+    "required": ["filePath", "newContent"],
+}
+CLOSE_DIFF_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "filePath": {"type": "string", "description": "Absolute path of the diffed file"},
+        "suppressNotification": {"type": "boolean"},
+    },
+    "required": ["filePath"],
+}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool answers: text parts (none for an empty ``content``) and the error flag."""
+
+    texts: tuple[str, ...] = ()
+    is_error: bool = False
+
+    @classmethod
+    def error(cls, message: str) -> ToolResult:
+        return cls((message,), True)
+
+
+class ToolHandler(Protocol):
+    """Runs a ``tools/call`` on the server loop for the session that made it."""
+
+    async def __call__(
+        self, session_id: str | None, name: str, arguments: Mapping[str, Any]
+    ) -> ToolResult: ...
+
+
+class SessionListener(Protocol):
+    async def session_opened(self, stream: SessionStream) -> None: ...
+
+    def session_closed(self, session_id: str) -> None: ...
+
+
+@dataclass
+class ServerOptions:
+    token: str
+    keep_alive_seconds: float = 15.0
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    host: str = "127.0.0.1"
+
+
+class CompanionServer:
+    """One run of the MCP server. Create a new one to restart (the SDK's session
+    manager can run only once)."""
+
+    def __init__(
+        self, options: ServerOptions, tools: ToolHandler, listener: SessionListener
+    ) -> None:
+        self.options = options
+        self._tools = tools
+        self._listener = listener
+        self._loop = asyncio.new_event_loop()
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((options.host, 0))
+        self._sock.listen(128)
+        self._sock.setblocking(False)
+        self.port: int = self._sock.getsockname()[1]
+        self.streams: SessionStreams | None = None
+        self._uvicorn: uvicorn.Server | None = None
+        self._thread = threading.Thread(target=self._run, name="gemini-companion-server", daemon=True)
+        self.ready = threading.Event()
+        self.failed: BaseException | None = None
+        self._on_failure: Callable[[BaseException], None] | None = None
+
+    # -- called from other threads -------------------------------------------------
+
+    def start(self, on_failure: Callable[[BaseException], None] | None = None) -> None:
+        self._on_failure = on_failure
+        self._thread.start()
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the server loop (thread-safe, never blocks)."""
+        with contextlib.suppress(RuntimeError):  # loop already closed: nothing to do
+            self._loop.call_soon_threadsafe(fn, *args)
+
+    def spawn(self, coro_fn: Callable[[], Awaitable[Any]]) -> None:
+        """Run a coroutine on the server loop, logging any failure (thread-safe)."""
+
+        def create() -> None:
+            task = self._loop.create_task(_logged(coro_fn()))
+            _background.add(task)
+            task.add_done_callback(_background.discard)
+
+        self.call_soon(create)
+
+    def stop(self, timeout: float = 3.0) -> None:
+        """Ask the server to exit and wait (bounded) for its thread."""
+
+        def request_exit() -> None:
+            if self._uvicorn is not None:
+                self._uvicorn.should_exit = True
+            else:
+                self._stop_early = True
+
+        self.call_soon(request_exit)
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+        if not self._thread.is_alive():
+            with contextlib.suppress(OSError):
+                self._sock.close()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    # -- the server thread ----------------------------------------------------------
+
+    _stop_early = False
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._serve())
+        except BaseException as exc:
+            self.failed = exc
+            log.exception("server thread failed")
+            if self._on_failure is not None:
+                self._on_failure(exc)
+        finally:
+            with contextlib.suppress(Exception):
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+            with contextlib.suppress(OSError):
+                self._sock.close()
+
+    async def _serve(self) -> None:
+        import anyio
+        import uvicorn
+
+        app = self._build_app()
+        config = uvicorn.Config(
+            app,
+            lifespan="on",
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=1,
+            ws="none",
+            http="h11",
+        )
+        server = uvicorn.Server(config)
+        self._uvicorn = server
+        if self._stop_early:
+            return
+        assert self.streams is not None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.streams.keep_alive, self.options.keep_alive_seconds)
+            tg.start_soon(self._mark_ready, server)
+            await server.serve(sockets=[self._sock])
+            tg.cancel_scope.cancel()
+
+    async def _mark_ready(self, server: uvicorn.Server) -> None:
+        while not server.started:
+            await asyncio.sleep(0.005)
+        self.ready.set()
+
+    def _build_app(self) -> Any:
+        import mcp_types as types
+        from mcp.server.lowlevel import Server
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        tools = self._tools
+
+        async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+            return types.ListToolsResult(
+                tools=[
+                    types.Tool(
+                        name="openDiff",
+                        description="Open a diff view in Neovim for the user to review a proposed change",
+                        input_schema=OPEN_DIFF_SCHEMA,
+                    ),
+                    types.Tool(
+                        name="closeDiff",
+                        description="Close the diff view of a file and return its final content",
+                        input_schema=CLOSE_DIFF_SCHEMA,
+                    ),
+                ]
+            )
+
+        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            session_id = None
+            request = getattr(ctx, "request", None)
+            if request is not None:
+                session_id = request.headers.get("mcp-session-id")
+            try:
+                result = await tools(session_id, params.name, params.arguments or {})
+            except Exception as exc:
+                log.exception("tool %s failed", params.name)
+                result = ToolResult.error(f"{params.name} failed: {exc}")
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=t) for t in result.texts],
+                is_error=result.is_error,
+            )
+
+        mcp_server: Server[Any] = Server(
+            SERVER_NAME, version=SERVER_VERSION, on_list_tools=list_tools, on_call_tool=call_tool
+        )
+        mcp_server.middleware = []  # no OpenTelemetry spans from inside an editor
+        sdk_app = mcp_server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            max_request_body_size=self.options.max_body_bytes,
+            # Host and Origin are checked by RequestGuard, with a stricter policy.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            session_idle_timeout=None,
+        )
+        listener = self._listener
+        self.streams = SessionStreams(
+            sdk_app, on_open=listener.session_opened, on_close=listener.session_closed
+        )
+        return RequestGuard(
+            self.streams,
+            token=self.options.token,
+            port=self.port,
+            max_body_bytes=self.options.max_body_bytes,
+        )
+
+
+_background: set[asyncio.Task[Any]] = set()
+
+
+async def _logged(coro: Awaitable[Any]) -> None:
+    try:
+        await coro
+    except Exception:
+        log.exception("background task failed")

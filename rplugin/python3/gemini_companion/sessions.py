@@ -1,0 +1,144 @@
+"""Connected CLI sessions and their server-to-client SSE streams.
+
+The Streamable HTTP transport has one channel from server to client: the SSE
+response to the client's ``GET /mcp`` (client-behaviour.md, "IDE mode: transport").
+The mcp SDK offers no broadcast and no hook for "this stream is open", and drops
+what is sent before it opens, so this ASGI layer wraps the SDK app and keeps the
+``send`` of each session's GET response. ``ide/*`` notifications and keep-alive
+comments are written to it as whole SSE events, serialised with the SDK's own
+writes by a per-stream lock, and the ``on_open`` callback runs while the stream is
+fresh so a new client gets the current context before anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from .security import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger(__name__)
+
+SESSION_HEADER = b"mcp-session-id"
+
+
+def sse_event(payload: Mapping[str, Any]) -> bytes:
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return f"event: message\r\ndata: {data}\r\n\r\n".encode()
+
+
+@dataclass
+class SessionStream:
+    """The open GET stream of one MCP session."""
+
+    session_id: str
+    send: Send
+    opened_at: float = field(default_factory=time.time)
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    closed: bool = False
+
+    async def write(self, chunk: bytes) -> bool:
+        """Write one SSE chunk; False once the stream is gone."""
+        if self.closed:
+            return False
+        try:
+            async with self.lock:
+                await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except Exception:  # the peer went away: ClientDisconnect, OSError, closed transport
+            self.closed = True
+            return False
+        return True
+
+
+OnOpen = Callable[[SessionStream], Awaitable[None]]
+OnClose = Callable[[str], None]
+
+
+class SessionStreams:
+    """ASGI wrapper that tracks each session's GET stream. Runs on the server loop."""
+
+    def __init__(self, app: ASGIApp, *, on_open: OnOpen, on_close: OnClose) -> None:
+        self._app = app
+        self._on_open = on_open
+        self._on_close = on_close
+        self._streams: dict[str, SessionStream] = {}
+
+    @property
+    def streams(self) -> dict[str, SessionStream]:
+        return self._streams
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        session_id = None
+        for key, value in scope["headers"]:
+            if key.lower() == SESSION_HEADER:
+                session_id = value.decode("latin-1")
+                break
+        if scope["method"] == "GET" and session_id is not None:
+            await self._serve_stream(session_id, scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+        if scope["method"] == "DELETE" and session_id is not None:
+            self._drop(session_id)
+
+    async def _serve_stream(self, session_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+        stream = SessionStream(session_id, send)
+
+        async def locked_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                async with stream.lock:
+                    await send(message)
+                    if message["status"] != 200:
+                        return
+                    self._streams[session_id] = stream
+                # The stream is open: hand it over before the SDK writes anything else.
+                try:
+                    await self._on_open(stream)
+                except Exception:
+                    log.exception("on_open failed for session %s", session_id)
+                return
+            async with stream.lock:
+                await send(message)
+
+        try:
+            await self._app(scope, receive, locked_send)
+        finally:
+            stream.closed = True
+            if self._streams.get(session_id) is stream:
+                self._drop(session_id)
+
+    def _drop(self, session_id: str) -> None:
+        stream = self._streams.pop(session_id, None)
+        if stream is not None:
+            stream.closed = True
+            self._on_close(session_id)
+
+    async def notify(self, session_id: str, method: str, params: Mapping[str, Any]) -> bool:
+        """Send a JSON-RPC notification to one session; False if it has no open stream."""
+        stream = self._streams.get(session_id)
+        if stream is None:
+            return False
+        ok = await stream.write(sse_event({"jsonrpc": "2.0", "method": method, "params": params}))
+        if not ok:
+            self._drop(session_id)
+        return ok
+
+    async def broadcast(self, method: str, params: Mapping[str, Any]) -> None:
+        for session_id in list(self._streams):
+            await self.notify(session_id, method, params)
+
+    async def keep_alive(self, interval: float) -> None:
+        """Write an SSE comment to every stream each ``interval`` seconds, until cancelled."""
+        while True:
+            await anyio.sleep(interval)
+            for session_id, stream in list(self._streams.items()):
+                if not await stream.write(b": keep-alive\r\n\r\n"):
+                    self._drop(session_id)
