@@ -6,12 +6,22 @@
 //   {"cmd":"closeDiff","filePath":p,"id":k}   -> {"event":"closeDiff","id":k,"result":...}
 //   {"cmd":"status"}                          -> {"event":"status",...}
 //   {"cmd":"disconnect"}                      -> {"event":"disconnected"} and exit
+// IDE_DRIVER_SCRIPT: a JSON array of commands to run before reading stdin.
 // Context pushed by the IDE is reported as {"event":"context","context":...}.
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { IdeClient, ideContextStore } from '@google/gemini-cli-core';
 
-const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+import { appendFileSync } from 'node:fs';
+
+// IDE_DRIVER_OUT: also append events to this file (used when running in a
+// Neovim :terminal, whose screen is no place to parse JSON from).
+const outFile = process.env.IDE_DRIVER_OUT;
+const out = (obj) => {
+  const line = JSON.stringify(obj) + '\n';
+  process.stdout.write(line);
+  if (outFile) appendFileSync(outFile, line);
+};
 const fail = (err) => out({ event: 'error', message: String(err && err.stack ? err.stack : err) });
 
 const client = await IdeClient.getInstance();
@@ -24,9 +34,14 @@ const statusOf = () => {
     diffing: client.isDiffingEnabled() };
 };
 
-const rl = createInterface({ input: process.stdin });
 // Commands run one after another; end of input waits for them, then exits.
 let chain = Promise.resolve();
+const rl = createInterface({ input: process.stdin });
+if (process.env.IDE_DRIVER_SCRIPT) {
+  for (const cmd of JSON.parse(process.env.IDE_DRIVER_SCRIPT)) {
+    chain = chain.then(() => handle(JSON.stringify(cmd)));
+  }
+}
 rl.on('line', (line) => { chain = chain.then(() => handle(line)); });
 rl.on('close', () => chain.then(() => process.exit(0)));
 

