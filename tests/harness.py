@@ -8,6 +8,7 @@ manifest written by ``:UpdateRemotePlugins``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -52,7 +53,7 @@ def nvim_executable() -> str:
 
 
 def wait_for(
-    predicate: Callable[[], T | None | bool],
+    predicate: Callable[[], T | bool | None],
     timeout: float,
     what: str,
     interval: float = 0.01,
@@ -186,7 +187,9 @@ class Nvim:
             lambda: (s := self.state()).get("running") and s, timeout, "the companion to run"
         )
 
-    def wait_state(self, predicate: Callable[[dict[str, Any]], bool], timeout: float, what: str) -> dict[str, Any]:
+    def wait_state(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float, what: str
+    ) -> dict[str, Any]:
         def check() -> dict[str, Any] | None:
             state = self.state()
             return state if predicate(state) else None
@@ -198,14 +201,10 @@ class Nvim:
         return self.wait_running()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.api.command("qa!")
-        except Exception:
-            pass
-        try:
+        with contextlib.suppress(Exception):
             self.api.close()
-        except Exception:
-            pass
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -69,13 +70,11 @@ class IdeClientProcess:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            line = line.strip()
+        for raw in self.proc.stdout:
+            line = raw.strip()
             if line.startswith("{"):
-                try:
+                with contextlib.suppress(ValueError):
                     self.events.put(json.loads(line))
-                except ValueError:
-                    pass
 
     def _read_err(self) -> None:
         assert self.proc.stderr is not None

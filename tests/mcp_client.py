@@ -10,9 +10,9 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
-from anyio.from_thread import BlockingPortal, start_blocking_portal
 import httpx2
 import mcp_types as types
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
@@ -42,7 +42,9 @@ class McpConnection:
             elif "method" in data and "id" not in data:
                 await self._notify_send.send((data["method"], data.get("params") or {}))
 
-    async def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = 30
+    ) -> dict[str, Any]:
         request_id = next(self._ids)
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](1)
         self._pending[request_id] = send
@@ -104,7 +106,9 @@ class SyncMcpConnection:
         self._portal = portal
         self.conn = conn
 
-    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30) -> dict[str, Any]:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = 30
+    ) -> dict[str, Any]:
         return self._portal.call(self.conn.request, method, params, timeout)
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +129,8 @@ class SyncMcpConnection:
 
 @contextmanager
 def mcp_client(port: int, token: str) -> Iterator[SyncMcpConnection]:
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(
-        mcp_connection(port, token)
-    ) as conn:
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(mcp_connection(port, token)) as conn,
+    ):
         yield SyncMcpConnection(portal, conn)

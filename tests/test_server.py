@@ -224,7 +224,10 @@ def test_jobs_see_the_ide_environment_until_stop(nvim: Nvim) -> None:
     nvim.wait_state(lambda s: not s["running"], 10, "the companion to stop")
     for kind in ("system", "terminal"):
         env = job_env(kind)
-        for name in (*IDE_VARS, *(("REMOTE_CONTAINERS",) if "REMOTE_CONTAINERS" in expected else ())):
+        for name in (
+            *IDE_VARS,
+            *(("REMOTE_CONTAINERS",) if "REMOTE_CONTAINERS" in expected else ()),
+        ):
             assert name not in env, f"{kind}: {name} still set after stop"
 
 
@@ -234,7 +237,9 @@ def test_status_command_shows_port_workspace_file_and_sessions(nvim: Nvim) -> No
 
     with mcp_client(state["port"], token):
         nvim.wait_state(lambda s: len(s["sessions"]) == 1, 10, "one session")
-        text = str(nvim.lua("return vim.api.nvim_exec2('GeminiCompanionStatus', {output = true}).output"))
+        text = str(
+            nvim.lua("return vim.api.nvim_exec2('GeminiCompanionStatus', {output = true}).output")
+        )
     assert f"running on 127.0.0.1:{state['port']}" in text
     assert os.path.realpath(nvim.sandbox.root) in text
     assert state["discovery_file"] in text
@@ -289,11 +294,15 @@ def test_a_killed_neovims_stale_file_is_removed_by_the_next_start(
     first = nvim_factory()
     stale = Path(first.wait_running()["discovery_file"])
     os.kill(first.pid, signal.SIGKILL)
-    wait_for(lambda: not Path(f"/proc/{first.pid}").exists() or _zombie(first.pid), 10, "nvim to die")
+    wait_for(
+        lambda: not Path(f"/proc/{first.pid}").exists() or _zombie(first.pid), 10, "nvim to die"
+    )
     assert stale.exists()
     # A file of another IDE, alive or not, is left alone.
     foreign = sandbox.discovery_dir / "gemini-ide-server-999999-1234.json"
-    foreign.write_text(json.dumps({"port": 1234, "ideInfo": {"name": "vscode", "displayName": "VS Code"}}))
+    foreign.write_text(
+        json.dumps({"port": 1234, "ideInfo": {"name": "vscode", "displayName": "VS Code"}})
+    )
     second = nvim_factory()
     state = second.wait_running()
     assert not stale.exists()
@@ -308,10 +317,13 @@ def _zombie(pid: int) -> bool:
         return True
 
 
-def test_start_failure_is_a_clear_message_not_a_traceback(nvim_factory: Callable[..., Nvim], sandbox: Sandbox) -> None:
+def test_start_failure_is_a_clear_message_not_a_traceback(
+    nvim_factory: Callable[..., Nvim], sandbox: Sandbox
+) -> None:
     (sandbox.root / "tmp" / "gemini").write_text("not a directory")
     nvim = nvim_factory(
-        extra_init="_G.messages = {}; vim.notify = function(m, l) table.insert(_G.messages, {m, l}) end"
+        extra_init="_G.messages = {}; "
+        "vim.notify = function(m, l) table.insert(_G.messages, {m, l}) end"
     )
     messages = wait_for(lambda: nvim.lua("return _G.messages"), 15, "an error message")
     text, level = messages[0]
@@ -326,7 +338,9 @@ def test_start_failure_is_a_clear_message_not_a_traceback(nvim_factory: Callable
 
 def test_log_file_records_the_server(nvim: Nvim) -> None:
     port = nvim.state()["port"]
-    text = wait_for(lambda: nvim.sandbox.log_file.exists() and nvim.sandbox.log_file.read_text(), 5, "log")
+    text = wait_for(
+        lambda: nvim.sandbox.log_file.exists() and nvim.sandbox.log_file.read_text(), 5, "log"
+    )
     assert f"listening on 127.0.0.1:{port}" in text
 
 
@@ -336,8 +350,8 @@ def test_log_file_records_the_server(nvim: Nvim) -> None:
 def _terminal_client(nvim: Nvim, name: str, script: list[dict[str, Any]]) -> Path:
     out = nvim.sandbox.root / f"{name}.jsonl"
     nvim.lua(
-        "vim.cmd('tabnew'); vim.fn.jobstart({'node', ...}, {term = true, env = {IDE_DRIVER_OUT = select(2, ...),"
-        " IDE_DRIVER_SCRIPT = select(3, ...)}})",
+        "local driver, out, script = ...; vim.cmd('tabnew'); vim.fn.jobstart({'node', driver},"
+        " {term = true, env = {IDE_DRIVER_OUT = out, IDE_DRIVER_SCRIPT = script}})",
         str(DRIVER),
         str(out),
         json.dumps(script),

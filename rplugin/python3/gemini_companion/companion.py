@@ -107,15 +107,12 @@ class Companion:
         token = secrets.token_urlsafe(32)  # 256 bits
         directory = discovery_dir(self._env)
         try:
-            server = CompanionServer(
-                ServerOptions(
-                    token=token,
-                    keep_alive_seconds=options.keep_alive_seconds,
-                    **({"max_body_bytes": options.max_body_bytes} if options.max_body_bytes else {}),
-                ),
-                tools=self._call_tool,
-                listener=self,
+            server_options = ServerOptions(
+                token=token, keep_alive_seconds=options.keep_alive_seconds
             )
+            if options.max_body_bytes:
+                server_options.max_body_bytes = options.max_body_bytes
+            server = CompanionServer(server_options, tools=self._call_tool, listener=self)
         except OSError as exc:
             self._fail(f"could not listen on 127.0.0.1: {exc}")
             return
@@ -177,7 +174,9 @@ class Companion:
             try:
                 self._discovery.write(value)
             except (OSError, DiscoveryError) as exc:
-                self._editor.notify(f"Gemini companion: could not update the discovery file: {exc}", WARN)
+                self._editor.notify(
+                    f"Gemini companion: could not update the discovery file: {exc}", WARN
+                )
         self.publish_state()
 
     # -- sessions (SessionListener, called on the server loop) ---------------------
@@ -220,7 +219,8 @@ class Companion:
     def state(self) -> dict[str, Any]:
         with self._sessions_lock:
             sessions = [
-                {"id": s.session_id, "connected_at": s.connected_at} for s in self._sessions.values()
+                {"id": s.session_id, "connected_at": s.connected_at}
+                for s in self._sessions.values()
             ]
         state: dict[str, Any] = {
             "running": self._server is not None,

@@ -5,18 +5,18 @@ from __future__ import annotations
 import logging
 import os
 
-_handler: logging.Handler | None = None
+_installed: list[logging.Handler] = []
 
 
 def configure_logging(path: str, level: str = "info") -> None:
     """Send the ``gemini_companion`` logger (and the server stack's warnings) to ``path``."""
-    global _handler
     root = logging.getLogger("gemini_companion")
     others = [logging.getLogger(name) for name in ("mcp", "uvicorn", "uvicorn.error")]
-    if _handler is not None:
+    while _installed:
+        old = _installed.pop()
         for logger in (root, *others):
-            logger.removeHandler(_handler)
-        _handler.close()
+            logger.removeHandler(old)
+        old.close()
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -27,4 +27,4 @@ def configure_logging(path: str, level: str = "info") -> None:
         other.addHandler(handler)
         other.setLevel(logging.WARNING)
         other.propagate = False
-    _handler = handler
+    _installed.append(handler)

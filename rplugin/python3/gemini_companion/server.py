@@ -105,7 +105,9 @@ class CompanionServer:
         self.port: int = self._sock.getsockname()[1]
         self.streams: SessionStreams | None = None
         self._uvicorn: uvicorn.Server | None = None
-        self._thread = threading.Thread(target=self._run, name="gemini-companion-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="gemini-companion-server", daemon=True
+        )
         self.ready = threading.Event()
         self.failed: BaseException | None = None
         self._on_failure: Callable[[BaseException], None] | None = None
@@ -197,7 +199,8 @@ class CompanionServer:
             tg.cancel_scope.cancel()
 
     async def _mark_ready(self, server: uvicorn.Server) -> None:
-        while not server.started:
+        # Uvicorn exposes only a flag for this, no event.
+        while not server.started:  # noqa: ASYNC110
             await asyncio.sleep(0.005)
         self.ready.set()
 
@@ -213,7 +216,7 @@ class CompanionServer:
                 tools=[
                     types.Tool(
                         name="openDiff",
-                        description="Open a diff view in Neovim for the user to review a proposed change",
+                        description="Show a proposed change as a diff in Neovim for review",
                         input_schema=OPEN_DIFF_SCHEMA,
                     ),
                     types.Tool(

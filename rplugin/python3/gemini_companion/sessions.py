@@ -89,7 +89,9 @@ class SessionStreams:
         if scope["method"] == "DELETE" and session_id is not None:
             self._drop(session_id)
 
-    async def _serve_stream(self, session_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _serve_stream(
+        self, session_id: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
         stream = SessionStream(session_id, send)
 
         async def locked_send(message: Message) -> None:
