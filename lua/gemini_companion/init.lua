@@ -104,11 +104,8 @@ function M.status_lines()
   lines[#lines + 1] = "  log file:       " .. require("gemini_companion.config").log_file()
   lines[#lines + 1] = string.format("  CLI sessions:   %d connected", #s.sessions)
   for _, session in ipairs(s.sessions) do
-    lines[#lines + 1] = string.format(
-      "    %s since %s",
-      session.id:sub(1, 8),
-      os.date("%H:%M:%S", math.floor(session.connected_at))
-    )
+    lines[#lines + 1] =
+      string.format("    %s since %s", session.id:sub(1, 8), os.date("%H:%M:%S", math.floor(session.connected_at)))
   end
   return lines
 end
