@@ -5,6 +5,7 @@
 //   {"cmd":"openDiff","filePath":p,"newContent":c,"id":k} -> later {"event":"diff","id":k,"result":{...}}
 //   {"cmd":"closeDiff","filePath":p,"id":k}   -> {"event":"closeDiff","id":k,"result":...}
 //   {"cmd":"status"}                          -> {"event":"status",...}
+//   {"cmd":"reconnect"}                       -> disconnect, connect again: {"event":"status",...,"connectMs":n}
 //   {"cmd":"disconnect"}                      -> {"event":"disconnected"} and exit
 // IDE_DRIVER_SCRIPT: a JSON array of commands to run before reading stdin.
 // Context pushed by the IDE is reported as {"event":"context","context":...}.
@@ -67,6 +68,14 @@ async function handle(line) {
       case 'closeDiff': {
         const result = await client.closeDiff(cmd.filePath, cmd.options);
         out({ event: 'closeDiff', id: cmd.id, result: result ?? null });
+        break;
+      }
+      case 'reconnect': {
+        // Disconnect and connect again in the same process (a warm connect()).
+        await client.disconnect();
+        const t0 = performance.now();
+        await client.connect({ logToConsole: false });
+        out({ ...statusOf(), connectMs: performance.now() - t0 });
         break;
       }
       case 'disconnect':

@@ -1,72 +1,43 @@
 """gemini-companion.nvim: the pynvim remote-plugin entry point.
 
 The only module that imports pynvim. Each handler forwards to a plain object
-(:class:`~gemini_companion.companion.Companion`). Importing this module must stay
-cheap: Neovim waits for it while the host starts, so the server stack is imported
-later, in the server thread.
+(:class:`~gemini_companion.companion.Companion`). Neovim waits while the host
+starts and imports this module, so it imports nothing of its own at load time:
+the companion is imported by the first handler that needs it (``start`` is a
+notification, so Neovim does not wait for that), and the server stack later still,
+in the server thread.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pynvim
 
-from .companion import Companion, StartOptions
-from .editor import ERROR, INFO
-from .logfile import configure_logging
+if TYPE_CHECKING:
+    from .companion import Companion
 
 log = logging.getLogger("gemini_companion")
-
-_PUBLISH_STATE = "require('gemini_companion.state')._update(...)"
-_NOTIFY = "require('gemini_companion.state')._notify(...)"
-
-
-class NvimEditor:
-    """:class:`~gemini_companion.editor.Editor` over pynvim; safe from any thread."""
-
-    def __init__(self, nvim: pynvim.Nvim) -> None:
-        self._nvim = nvim
-
-    def _schedule(self, fn: Any) -> None:
-        def guarded() -> None:
-            try:
-                fn()
-            except Exception:  # never let a traceback reach :messages
-                log.exception("call into Neovim failed")
-
-        self._nvim.async_call(guarded)
-
-    def publish_state(self, state: Mapping[str, Any]) -> None:
-        self._schedule(lambda: self._nvim.exec_lua(_PUBLISH_STATE, dict(state), async_=True))
-
-    def notify(self, message: str, level: int = INFO) -> None:
-        self._schedule(lambda: self._nvim.exec_lua(_NOTIFY, message, level, async_=True))
-
-    def call_lua(self, code: str, args: Sequence[Any] = ()) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(self._nvim.exec_lua(code, *args))
-            except Exception as exc:
-                future.set_exception(exc)
-
-        self._nvim.async_call(run)
-        return future
+vim_log_error = 4
 
 
 @pynvim.plugin
 class GeminiCompanionPlugin:
     def __init__(self, nvim: pynvim.Nvim) -> None:
         self._nvim = nvim
-        self._companion = Companion(NvimEditor(nvim))
+        self._instance: Companion | None = None
+
+    @property
+    def _companion(self) -> Companion:
+        if self._instance is None:
+            from .companion import Companion
+            from .nvim_editor import NvimEditor
+
+            self._instance = Companion(NvimEditor(self._nvim))
+        return self._instance
 
     @pynvim.function("GeminiCompanionHostInfo", sync=True)
     def host_info(self, args: Sequence[Any]) -> dict[str, Any]:
@@ -75,18 +46,26 @@ class GeminiCompanionPlugin:
             "channel": self._nvim.channel_id,
             "python": sys.executable,
             "python_version": ".".join(map(str, sys.version_info[:3])),
-            "state": self._companion.state(),
+            "state": self._instance.state() if self._instance else {"running": False},
         }
 
     @pynvim.rpc_export("gemini_companion_start")
     def start(self, raw: Mapping[str, Any]) -> None:
+        from .companion import StartOptions
+        from .logfile import configure_logging
+
         try:
             if raw.get("log_file"):
                 configure_logging(str(raw["log_file"]), str(raw.get("log_level") or "info"))
             self._companion.start(StartOptions.from_lua(raw))
         except Exception as exc:
             log.exception("start failed")
-            NvimEditor(self._nvim).notify(f"Gemini companion failed to start: {exc}", ERROR)
+            self._nvim.exec_lua(
+                "require('gemini_companion.state')._notify(...)",
+                f"Gemini companion failed to start: {exc}",
+                vim_log_error,
+                async_=True,
+            )
 
     @pynvim.rpc_export("gemini_companion_stop")
     def stop(self) -> None:
@@ -96,6 +75,15 @@ class GeminiCompanionPlugin:
     def workspace(self, directories: Sequence[str]) -> None:
         self._companion.set_workspace(directories)
 
+    @pynvim.rpc_export("gemini_companion_diff_accept")
+    def diff_accept(self, diff_id: int, lines: Sequence[str], eol: bool, fileformat: str) -> None:
+        self._companion.diff_accepted(diff_id, lines, eol, fileformat)
+
+    @pynvim.rpc_export("gemini_companion_diff_reject")
+    def diff_reject(self, diff_id: int) -> None:
+        self._companion.diff_rejected(diff_id)
+
     @pynvim.shutdown_hook
     def shutdown(self) -> None:
-        self._companion.stop()
+        if self._instance is not None:
+            self._instance.stop()

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .discovery import (
     DiscoveryError,
@@ -25,9 +25,12 @@ from .discovery import (
     remove_stale_files,
     workspace_path_value,
 )
+from .diff import DiffController
 from .editor import ERROR, INFO, WARN, Editor
 from .server import CompanionServer, ServerOptions, ToolResult
-from .sessions import SessionStream
+
+if TYPE_CHECKING:
+    from .sessions import SessionStream
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,7 @@ class Companion:
         self._editor = editor
         self._env = dict(os.environ if env is None else env)
         self._server: CompanionServer | None = None
+        self._diffs: DiffController | None = None
         self._discovery: DiscoveryFile | None = None
         self._workspace_dirs: list[str] = []
         self._workspace_path = ""
@@ -130,14 +134,18 @@ class Companion:
             return
         self._server = server
         self._discovery = discovery
+        self._diffs = DiffController(self._editor, self._notify_session)
         self.started_at = time.time()
         server.start(on_failure=self._server_failed)
         log.info("listening on 127.0.0.1:%d, discovery file %s", server.port, discovery.path)
         self.publish_state()
 
     def stop(self) -> None:
-        server, discovery = self._server, self._discovery
+        server, discovery, diffs = self._server, self._discovery, self._diffs
         self._server = None
+        self._diffs = None
+        if diffs is not None and server is not None:
+            server.call_soon(diffs.orphan_all)  # open views stay, marked, with any edits
         self._discovery = None
         self.started_at = None
         if discovery is not None:
@@ -191,6 +199,8 @@ class Companion:
         with self._sessions_lock:
             self._sessions.pop(session_id, None)
         log.info("CLI session %s disconnected", session_id)
+        if self._diffs is not None:
+            self._diffs.session_closed(session_id)
         self.publish_state()
 
     # -- tools (called on the server loop) -----------------------------------------
@@ -198,7 +208,32 @@ class Companion:
     async def _call_tool(
         self, session_id: str | None, name: str, arguments: Mapping[str, Any]
     ) -> ToolResult:
+        diffs = self._diffs
+        if diffs is not None and name == "openDiff":
+            return await diffs.open_diff(session_id, arguments)
+        if diffs is not None and name == "closeDiff":
+            return await diffs.close_diff(session_id, arguments)
         return ToolResult.error(f"Unknown tool: {name}")
+
+    async def _notify_session(
+        self, session_id: str, method: str, params: Mapping[str, Any]
+    ) -> bool:
+        server = self._server
+        if server is None or server.streams is None:
+            return False
+        return await server.streams.notify(session_id, method, params)
+
+    # -- the user's answers to a diff (called on the host thread) -------------------
+
+    def diff_accepted(self, diff_id: int, lines: Sequence[str], eol: bool, fileformat: str) -> None:
+        server, diffs = self._server, self._diffs
+        if server is not None and diffs is not None:
+            server.spawn(lambda: diffs.accepted(diff_id, lines, eol, fileformat))
+
+    def diff_rejected(self, diff_id: int) -> None:
+        server, diffs = self._server, self._diffs
+        if server is not None and diffs is not None:
+            server.spawn(lambda: diffs.rejected(diff_id))
 
     # -- state -----------------------------------------------------------------------
 

@@ -6,9 +6,11 @@ never blocks the caller, so the server thread can use it directly.
 
 from __future__ import annotations
 
-import concurrent.futures
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import concurrent.futures
 
 # vim.log.levels
 DEBUG, INFO, WARN, ERROR = 1, 2, 3, 4

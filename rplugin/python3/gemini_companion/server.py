@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .security import DEFAULT_MAX_BODY_BYTES, MCP_PATH, RequestGuard
-from .sessions import SessionStream, SessionStreams
 
 if TYPE_CHECKING:
     import uvicorn
+
+    from .sessions import SessionStream, SessionStreams
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +209,8 @@ class CompanionServer:
         import mcp_types as types
         from mcp.server.lowlevel import Server
         from mcp.server.transport_security import TransportSecuritySettings
+
+        from .sessions import SessionStreams
 
         tools = self._tools
 
