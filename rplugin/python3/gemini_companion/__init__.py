@@ -17,11 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import pynvim
 
+from . import pythonpath
+
 if TYPE_CHECKING:
     from .companion import Companion
 
 log = logging.getLogger("gemini_companion")
 vim_log_error = 4
+
+# Before anything imports the dependencies: the plugin's venv behind the host's own
+# packages when the host is shared (pythonpath.py says why).
+venv_status = pythonpath.add_venv()
 
 
 @pynvim.plugin
@@ -41,13 +47,22 @@ class GeminiCompanionPlugin:
 
     @pynvim.function("GeminiCompanionHostInfo", sync=True)
     def host_info(self, args: Sequence[Any]) -> dict[str, Any]:
-        """Start-up handshake: the channel to notify, and what checkhealth reports."""
-        return {
+        """Start-up handshake: the channel to notify, and what checkhealth reports.
+
+        ``args[0].packages`` (a list of distribution names, from checkhealth) asks
+        for their installed versions; looked up only then, it costs milliseconds.
+        """
+        info: dict[str, Any] = {
             "channel": self._nvim.channel_id,
             "python": sys.executable,
             "python_version": ".".join(map(str, sys.version_info[:3])),
+            "venv": venv_status,
             "state": self._instance.state() if self._instance else {"running": False},
         }
+        request = args[0] if args and isinstance(args[0], Mapping) else {}
+        if request.get("packages"):
+            info["packages"] = pythonpath.package_versions([str(n) for n in request["packages"]])
+        return info
 
     @pynvim.rpc_export("gemini_companion_start")
     def start(self, raw: Mapping[str, Any]) -> None:
