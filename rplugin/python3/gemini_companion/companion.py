@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .diff import DiffController
 from .discovery import (
     DiscoveryError,
     DiscoveryFile,
@@ -25,7 +26,6 @@ from .discovery import (
     remove_stale_files,
     workspace_path_value,
 )
-from .diff import DiffController
 from .editor import ERROR, INFO, WARN, Editor
 from .server import CompanionServer, ServerOptions, ToolResult
 

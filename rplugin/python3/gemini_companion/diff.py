@@ -1,0 +1,268 @@
+"""Diff review: the ``openDiff`` and ``closeDiff`` tools and their outcome.
+
+Spec: ide-companion-spec.md section III, with what the real client expects
+(client-behaviour.md, "IDE mode: tools and notifications"): ``openDiff`` answers
+``content: []`` once the view is open; the outcome goes later, as
+``ide/diffAccepted``/``ide/diffRejected``, to the session that asked, matched by
+the exact ``filePath``; ``closeDiff`` answers one text part holding the JSON
+``{"content": ...}`` and sends no notification. The plugin never writes the target
+file: the CLI does after an accept.
+
+Everything here runs on the server's loop. The view itself is Lua
+(lua/gemini_companion/diff.lua), reached through :class:`~.editor.Editor`; the
+user's answers come back through ``Companion.diff_accepted``/``diff_rejected``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .editor import Editor
+from .server import ToolResult
+from .text import InvalidTextError, check_text, from_buffer, to_buffer
+
+log = logging.getLogger(__name__)
+
+Notifier = Callable[[str, str, Mapping[str, Any]], Awaitable[bool]]
+
+_OPEN = "return require('gemini_companion.diff')._open(...)"
+_CLOSE = "return require('gemini_companion.diff')._close(...)"
+_FINISH = "return require('gemini_companion.diff')._finish(...)"
+_ORPHAN = "return require('gemini_companion.diff')._orphan(...)"
+_ACCEPT_FAILED = "return require('gemini_companion.diff')._accept_failed(...)"
+
+
+class BadRequestError(ValueError):
+    """A tool call the companion refuses, with the text the CLI gets."""
+
+
+@dataclass
+class DiffSession:
+    """One open diff: which CLI session asked, for which file, with what proposal."""
+
+    id: int
+    session_id: str
+    file_path: str
+    new_content: str
+
+
+def _string_argument(tool: str, arguments: Mapping[str, Any], name: str) -> str:
+    if name not in arguments:
+        raise BadRequestError(f"{tool}: the argument '{name}' is missing")
+    value = arguments[name]
+    if not isinstance(value, str):
+        raise BadRequestError(
+            f"{tool}: the argument '{name}' must be a string, got {type(value).__name__}"
+        )
+    return value
+
+
+def _file_path_argument(tool: str, arguments: Mapping[str, Any]) -> str:
+    path = _string_argument(tool, arguments, "filePath")
+    if "\0" in path:
+        raise BadRequestError(f"{tool}: filePath contains a NUL character")
+    if not os.path.isabs(path):
+        raise BadRequestError(f"{tool}: filePath must be an absolute path, got {path!r}")
+    return path
+
+
+def validate_open(arguments: Any) -> tuple[str, str]:
+    """``(filePath, newContent)`` of a valid ``openDiff`` call, else :class:`BadRequestError`."""
+    if not isinstance(arguments, Mapping):
+        raise BadRequestError("openDiff: the arguments must be an object {filePath, newContent}")
+    path = _file_path_argument("openDiff", arguments)
+    content = _string_argument("openDiff", arguments, "newContent")
+    if os.path.isdir(path):
+        raise BadRequestError(f"openDiff: {path} is a directory, not a file")
+    parent = os.path.dirname(path)
+    if not os.path.exists(parent):
+        raise BadRequestError(f"openDiff: the directory of {path} does not exist")
+    if not os.path.isdir(parent):
+        raise BadRequestError(f"openDiff: {parent} is not a directory")
+    try:
+        check_text(content)
+    except InvalidTextError as exc:
+        raise BadRequestError(f"openDiff: newContent cannot be shown as text: {exc}") from None
+    return path, content
+
+
+def validate_close(arguments: Any) -> str:
+    if not isinstance(arguments, Mapping):
+        raise BadRequestError("closeDiff: the arguments must be an object {filePath}")
+    path = _file_path_argument("closeDiff", arguments)
+    suppress = arguments.get("suppressNotification")
+    if suppress is not None and not isinstance(suppress, bool):
+        raise BadRequestError("closeDiff: suppressNotification must be a boolean")
+    return path
+
+
+class DiffController:
+    """The open diffs of every CLI session, keyed by the exact ``filePath``."""
+
+    def __init__(self, editor: Editor, notify: Notifier) -> None:
+        self._editor = editor
+        self._notify = notify
+        self._ids = itertools.count(1)
+        self._by_path: dict[str, DiffSession] = {}
+        self._by_id: dict[int, DiffSession] = {}
+
+    @property
+    def diffs(self) -> list[DiffSession]:
+        return list(self._by_id.values())
+
+    async def _lua(self, code: str, *args: Any) -> Any:
+        return await asyncio.wrap_future(self._editor.call_lua(code, args))
+
+    def _lua_later(self, code: str, *args: Any) -> None:
+        """Call into Neovim without waiting; failures are logged."""
+
+        def done(future: Any) -> None:
+            exc = future.exception()
+            if exc is not None:
+                log.error("diff view call failed: %s", exc)
+
+        self._editor.call_lua(code, args).add_done_callback(done)
+
+    def _add(self, diff: DiffSession) -> None:
+        self._by_path[diff.file_path] = diff
+        self._by_id[diff.id] = diff
+
+    def _drop(self, diff: DiffSession) -> None:
+        if self._by_path.get(diff.file_path) is diff:
+            del self._by_path[diff.file_path]
+        self._by_id.pop(diff.id, None)
+
+    # -- tools -------------------------------------------------------------------------
+
+    async def open_diff(self, session_id: str | None, arguments: Any) -> ToolResult:
+        try:
+            path, content = validate_open(arguments)
+        except BadRequestError as exc:
+            return ToolResult.error(str(exc))
+        if session_id is None:
+            return ToolResult.error("openDiff: the request has no MCP session to answer to")
+        current = self._by_path.get(path)
+        if current is not None:
+            if current.session_id != session_id:
+                return ToolResult.error(
+                    f"openDiff: a diff for {path} is already open for another Gemini CLI session"
+                )
+            # The CLI shows one diff at a time; a second one for the same file means
+            # it gave up on the first. Close that view without an answer: any answer
+            # for this filePath would be taken as the answer to the new diff.
+            self._drop(current)
+            await self._lua(_CLOSE, current.id, "replaced")
+        diff = DiffSession(next(self._ids), session_id, path, content)
+        buffer = to_buffer(content)
+        self._add(diff)
+        spec = {
+            "id": diff.id,
+            "file_path": path,
+            "lines": buffer.lines,
+            "eol": buffer.eol,
+            "fileformat": buffer.fileformat,
+            "session": session_id,
+        }
+        try:
+            await self._lua(_OPEN, spec)
+        except Exception as exc:
+            self._drop(diff)
+            log.exception("opening the diff view for %s failed", path)
+            return ToolResult.error(f"openDiff: Neovim could not open the diff view: {exc}")
+        log.info("diff %d opened for %s (session %s)", diff.id, path, session_id)
+        return ToolResult()
+
+    async def close_diff(self, session_id: str | None, arguments: Any) -> ToolResult:
+        try:
+            path = validate_close(arguments)
+        except BadRequestError as exc:
+            return ToolResult.error(str(exc))
+        diff = self._by_path.get(path)
+        if diff is None or diff.session_id != session_id:
+            return ToolResult.error(f"closeDiff: no diff is open for {path}")
+        # Dropped first: an accept or reject the user sends meanwhile finds nothing,
+        # so no notification goes out for a diff closed this way.
+        self._drop(diff)
+        text = diff.new_content
+        try:
+            view = await self._lua(_CLOSE, diff.id, "closed")
+        except Exception:
+            log.exception("closing the diff view for %s failed", path)
+            view = None
+        if isinstance(view, Mapping):
+            text = _replace_invalid(
+                from_buffer(list(view["lines"]), bool(view["eol"]), str(view["fileformat"]))
+            )
+        log.info("diff %d closed by the CLI", diff.id)
+        return ToolResult((json.dumps({"content": text}, ensure_ascii=False),))
+
+    # -- the user's answers ------------------------------------------------------------
+
+    async def accepted(
+        self, diff_id: int, lines: Sequence[str], eol: bool, fileformat: str
+    ) -> None:
+        diff = self._by_id.get(diff_id)
+        if diff is None:  # closed by closeDiff meanwhile, or its CLI is gone
+            self._lua_later(_FINISH, diff_id, "closed")
+            return
+        text = from_buffer(list(lines), eol, fileformat)
+        try:
+            check_text(text)
+        except InvalidTextError as exc:
+            message = f"The proposal cannot be accepted: {exc}"
+            if not await self._lua(_ACCEPT_FAILED, diff_id, message):
+                self._drop(diff)  # the view is gone too: the CLI must not wait for ever
+                await self._notify(
+                    diff.session_id, "ide/diffRejected", {"filePath": diff.file_path}
+                )
+            return
+        self._drop(diff)
+        params = {"filePath": diff.file_path, "content": text}
+        if await self._notify(diff.session_id, "ide/diffAccepted", params):
+            log.info("diff %d accepted (%d characters)", diff_id, len(text))
+            self._lua_later(_FINISH, diff_id, "accepted")
+        else:
+            log.warning("diff %d accepted, but its CLI session is gone", diff_id)
+            self._lua_later(_ORPHAN, diff_id)
+
+    async def rejected(self, diff_id: int) -> None:
+        diff = self._by_id.get(diff_id)
+        if diff is None:
+            return
+        self._drop(diff)
+        if await self._notify(diff.session_id, "ide/diffRejected", {"filePath": diff.file_path}):
+            log.info("diff %d rejected", diff_id)
+        else:
+            log.info("diff %d rejected; its CLI session was already gone", diff_id)
+
+    # -- sessions ----------------------------------------------------------------------
+
+    def session_closed(self, session_id: str) -> None:
+        """The CLI is gone: its diffs can no longer be answered. The views stay, marked,
+        so edits made in them are not lost; nothing more is sent for them."""
+        for diff in [d for d in self._by_id.values() if d.session_id == session_id]:
+            self._drop(diff)
+            log.info("diff %d orphaned: CLI session %s disconnected", diff.id, session_id)
+            self._lua_later(_ORPHAN, diff.id)
+        # No message here: the view's own mark says it, once per diff.
+
+    def orphan_all(self) -> None:
+        for diff in list(self._by_id.values()):
+            self._drop(diff)
+            self._lua_later(_ORPHAN, diff.id)
+
+
+def _replace_invalid(text: str) -> str:
+    """Bytes that are not UTF-8 (typed into the proposal) replaced, for JSON."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
