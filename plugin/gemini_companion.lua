@@ -19,6 +19,14 @@ command("GeminiCompanionStatus", function()
   require("gemini_companion").show_status()
 end, { desc = "Show the Gemini CLI companion's state" })
 
+command("GeminiAccept", function()
+  require("gemini_companion.diff").accept()
+end, { desc = "Accept the Gemini CLI's proposed change (the diff in this tab)" })
+
+command("GeminiReject", function()
+  require("gemini_companion.diff").reject()
+end, { desc = "Reject the Gemini CLI's proposed change (the diff in this tab)" })
+
 local group = vim.api.nvim_create_augroup("gemini_companion_startup", { clear = true })
 
 local function auto_start()

@@ -8,6 +8,9 @@ M.defaults = {
   log_file = nil,
   keep_alive_seconds = 15,
   max_request_bytes = 64 * 1024 * 1024,
+  diff = {
+    keymaps = { accept = "<LocalLeader>a", reject = "<LocalLeader>r" },
+  },
 }
 
 ---@type gemini_companion.Config
@@ -49,6 +52,21 @@ local function check(path, cond, message)
   end
 end
 
+---@param d gemini_companion.DiffConfig
+local function validate_diff(d)
+  check_type("diff", d, "table")
+  for key in pairs(d) do
+    check("diff." .. tostring(key), M.defaults.diff[key] ~= nil, "is not a known option")
+  end
+  check_type("diff.keymaps", d.keymaps, "table")
+  for key, lhs in pairs(d.keymaps) do
+    local path = "diff.keymaps." .. tostring(key)
+    check(path, M.defaults.diff.keymaps[key] ~= nil, "is not a known option (accept, reject)")
+    check_type(path, lhs, { "string", "boolean" })
+    check(path, lhs ~= true and lhs ~= "", "must be a key sequence, or false for none")
+  end
+end
+
 --- Validate a merged configuration; raises an error naming the first bad field.
 ---@param config gemini_companion.Config
 function M.validate(config)
@@ -68,6 +86,7 @@ function M.validate(config)
   check("keep_alive_seconds", config.keep_alive_seconds > 0, "must be positive")
   check_type("max_request_bytes", config.max_request_bytes, "number")
   check("max_request_bytes", config.max_request_bytes >= 1024, "must be at least 1024")
+  validate_diff(config.diff)
 end
 
 --- Merge `opts` over the defaults, validate, and make the result current.

@@ -7,6 +7,7 @@
 ---@field log_file? string Log file path (default stdpath("log") .. "/gemini-companion.log")
 ---@field keep_alive_seconds? number Interval of SSE keep-alive comments (default 15)
 ---@field max_request_bytes? integer Largest request body accepted (default 64 MiB)
+---@field diff? gemini_companion.DiffOptions The diff review tab
 
 ---@class (exact) gemini_companion.Config
 ---@field auto_start boolean
@@ -14,6 +15,7 @@
 ---@field log_file? string
 ---@field keep_alive_seconds number
 ---@field max_request_bytes integer
+---@field diff gemini_companion.DiffConfig
 
 ---@class gemini_companion.Session
 ---@field id string MCP session id
@@ -28,3 +30,35 @@
 ---@field sessions gemini_companion.Session[]
 ---@field env table<string, string> Variables exported to jobs Neovim starts
 ---@field error? string Why the last start failed
+
+---@class (exact) gemini_companion.DiffKeymaps
+---@field accept? string|false Normal-mode key accepting the proposal (default "<LocalLeader>a")
+---@field reject? string|false Normal-mode key rejecting it (default "<LocalLeader>r")
+
+---@class (exact) gemini_companion.DiffOptions
+---@field keymaps? gemini_companion.DiffKeymaps Buffer-local keys in the diff tab's own buffers
+
+---@class (exact) gemini_companion.DiffKeymapsConfig
+---@field accept string|false
+---@field reject string|false
+
+---@class (exact) gemini_companion.DiffConfig
+---@field keymaps gemini_companion.DiffKeymapsConfig
+
+--- Data of the `User GeminiDiffOpened` event.
+---@class gemini_companion.DiffOpenedData
+---@field id integer
+---@field file_path string The file the proposal is for (exactly as the CLI sent it)
+---@field session string MCP session of the CLI that asked
+---@field tab integer The diff's tab page
+---@field proposal_buf integer
+---@field original_buf integer The left buffer: the file's own buffer if it was loaded, else a copy
+---@field unsaved boolean The file's buffer had unsaved changes
+---@field new_file boolean The file does not exist yet
+
+--- Data of the `User GeminiDiffClosed` event.
+---@class gemini_companion.DiffClosedData
+---@field id integer
+---@field file_path string
+---@field session string
+---@field result "accepted"|"rejected"|"closed"|"replaced"|"disconnected" closed: by the CLI (closeDiff)
