@@ -1,0 +1,556 @@
+--- The diff view (ide-companion-spec.md section III): a tab with the file as it is
+--- now beside the agent's proposal, in diff mode. The Python side (diff.py) owns
+--- the protocol and calls the `_`-prefixed functions; this module owns the windows
+--- and buffers and reports the user's answer through host.lua.
+---
+--- What the left side shows: the file's own buffer when it is loaded, unsaved edits
+--- included (it stays the user's buffer: editable, never written or reloaded by the
+--- plugin); otherwise a read-only copy of the file on disk; for a new file, an empty
+--- buffer. The proposal is a scratch buffer (buftype=acwrite): `:w` accepts it.
+local M = {}
+
+local api = vim.api
+
+---@class gemini_companion.DiffView
+---@field id integer
+---@field file_path string
+---@field session string MCP session of the CLI that asked
+---@field tab integer
+---@field proposal integer proposal buffer
+---@field proposal_win integer
+---@field original integer left buffer
+---@field original_win integer
+---@field original_owned boolean the left buffer is a copy this module made
+---@field unsaved boolean the file's buffer had unsaved changes when the diff opened
+---@field new_file boolean
+---@field state "open"|"accepting"|"orphaned"|"closed"
+
+---@type table<integer, gemini_companion.DiffView>
+local views = {}
+
+local augroup = api.nvim_create_augroup("gemini_companion_diff", { clear = true })
+
+local function notify(message, level)
+  vim.notify(message, level or vim.log.levels.INFO, { title = "Gemini companion" })
+end
+
+local function define_highlights()
+  api.nvim_set_hl(0, "GeminiDiffHint", { link = "WinBar", default = true })
+  api.nvim_set_hl(0, "GeminiDiffTitle", { link = "Title", default = true })
+  api.nvim_set_hl(0, "GeminiDiffWarning", { link = "WarningMsg", default = true })
+end
+
+---@param s string
+---@return string
+local function statusline_escape(s)
+  return (s:gsub("%%", "%%%%"))
+end
+
+---@param path string
+---@return string
+local function display_path(path)
+  return vim.fn.fnamemodify(path, ":~:.")
+end
+
+--- Loaded, file-backed buffers showing `path` (by name, else by resolved path).
+---@param path string
+---@return integer[]
+local function buffers_of(path)
+  local found = {}
+  local real = vim.uv.fs_realpath(path)
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
+      local name = api.nvim_buf_get_name(buf)
+      if name ~= "" and (name == path or (real ~= nil and vim.uv.fs_realpath(name) == real)) then
+        found[#found + 1] = buf
+      end
+    end
+  end
+  return found
+end
+
+---@param buf integer
+---@return string
+local function buffer_text(buf)
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local sep = vim.bo[buf].fileformat == "dos" and "\r\n" or vim.bo[buf].fileformat == "mac" and "\r" or "\n"
+  return table.concat(lines, sep) .. (vim.bo[buf].eol and sep or "")
+end
+
+--- The view of the current tab, else the only open view.
+---@return gemini_companion.DiffView?
+---@return string? error
+local function current_view()
+  local tab = api.nvim_get_current_tabpage()
+  local buf = api.nvim_get_current_buf()
+  local only, count = nil, 0
+  for _, view in pairs(views) do
+    if view.tab == tab or view.proposal == buf then
+      return view
+    end
+    only, count = view, count + 1
+  end
+  if count == 1 then
+    return only
+  end
+  if count == 0 then
+    return nil, "no Gemini diff is open"
+  end
+  return nil, "several Gemini diffs are open: run this in the tab of the one you mean"
+end
+
+---@param view gemini_companion.DiffView
+local function set_winbars(view)
+  local keymaps = require("gemini_companion.config").get().diff.keymaps
+  local name = statusline_escape(display_path(view.file_path))
+  if api.nvim_win_is_valid(view.proposal_win) then
+    local bar
+    if view.state == "orphaned" then
+      bar = "%#GeminiDiffWarning# Gemini CLI disconnected: this proposal can no longer be sent."
+        .. " Copy what you need, then close the tab (:GeminiReject)"
+    else
+      local accept = ":w or :GeminiAccept" .. (keymaps.accept and (" (" .. keymaps.accept .. ")") or "")
+      local reject = ":GeminiReject" .. (keymaps.reject and (" (" .. keymaps.reject .. ")") or "") .. " or close"
+      bar = "%#GeminiDiffTitle# Proposed: "
+        .. name
+        .. " %#GeminiDiffHint#  accept: "
+        .. statusline_escape(accept)
+        .. "  reject: "
+        .. statusline_escape(reject)
+    end
+    vim.wo[view.proposal_win].winbar = bar
+  end
+  if api.nvim_win_is_valid(view.original_win) then
+    local what = view.new_file and "new file"
+      or view.original_owned and "on disk"
+      or view.unsaved and "%#GeminiDiffWarning#your buffer, with unsaved changes: accepting writes the proposal to disk and keeps them here"
+      or "your buffer"
+    vim.wo[view.original_win].winbar = "%#GeminiDiffTitle# Current: " .. name .. " %#GeminiDiffHint#(" .. what .. ")"
+  end
+end
+
+---@param view gemini_companion.DiffView
+---@param result string
+local function fire_closed(view, result)
+  api.nvim_exec_autocmds("User", {
+    pattern = "GeminiDiffClosed",
+    modeline = false,
+    data = { id = view.id, file_path = view.file_path, session = view.session, result = result },
+  })
+end
+
+--- Close the view's tab and buffers; the user's own buffer is left as it is.
+---@param view gemini_companion.DiffView
+---@param result string
+local function teardown(view, result)
+  if view.state == "closed" then
+    return
+  end
+  local was_orphaned = view.state == "orphaned"
+  view.state = "closed"
+  views[view.id] = nil
+  if not view.original_owned and api.nvim_win_is_valid(view.original_win) then
+    -- Restores the options :diffthis changed in the window of the user's buffer.
+    api.nvim_win_call(view.original_win, function()
+      vim.cmd("diffoff")
+      vim.wo.winbar = ""
+    end)
+  end
+  if api.nvim_tabpage_is_valid(view.tab) then
+    if #api.nvim_list_tabpages() == 1 then
+      vim.cmd("tabnew") -- closing the last tab's windows would quit Neovim
+    end
+    for _, win in ipairs(api.nvim_tabpage_list_wins(view.tab)) do
+      -- force: a modified buffer of the user's becomes hidden, never discarded
+      pcall(api.nvim_win_close, win, true)
+    end
+  end
+  for _, buf in ipairs({ view.proposal, view.original_owned and view.original or nil }) do
+    if api.nvim_buf_is_valid(buf) then
+      pcall(api.nvim_buf_delete, buf, { force = true })
+    end
+  end
+  fire_closed(view, was_orphaned and result ~= "replaced" and "disconnected" or result)
+end
+
+--- After an accept the CLI writes the file itself: reload every unmodified buffer of
+--- it once the write lands, without a prompt; a buffer with unsaved changes keeps
+--- them (the user is told how to resolve it).
+---@param path string
+function M.reload_when_written(path)
+  local watcher = vim.uv.new_fs_event()
+  local debounce = vim.uv.new_timer()
+  local deadline = vim.uv.new_timer()
+  if not watcher or not debounce or not deadline then
+    return
+  end
+  local name = vim.fs.basename(path)
+  local warned = false
+  local function stop()
+    for _, handle in ipairs({ watcher, debounce, deadline }) do
+      if not handle:is_closing() then
+        handle:close()
+      end
+    end
+  end
+  local function reload()
+    if watcher:is_closing() then
+      return
+    end
+    for _, buf in ipairs(buffers_of(path)) do
+      if not vim.bo[buf].modified then
+        local local_autoread = vim.bo[buf].autoread
+        api.nvim_buf_call(buf, function()
+          vim.bo[buf].autoread = true -- reload without the W11 prompt
+          vim.cmd("silent! checktime " .. buf)
+          if local_autoread == nil then
+            vim.cmd("set autoread<")
+          else
+            vim.bo[buf].autoread = local_autoread
+          end
+        end)
+      elseif not warned then
+        warned = true
+        notify(
+          ("Gemini CLI wrote %s; your buffer %d has unsaved changes and was not reloaded."):format(
+            display_path(path),
+            buf
+          ) .. " :e! loads the new file (dropping your changes), :w writes yours over it.",
+          vim.log.levels.WARN
+        )
+      end
+    end
+    M._reloads = (M._reloads or 0) + 1
+    deadline:start(2000, 0, stop) -- a little longer, for a write in several steps
+  end
+  local ok = pcall(watcher.start, watcher, vim.fs.dirname(path), {}, function(err, file)
+    if not err and (file == nil or file == name) then
+      debounce:start(20, 0, vim.schedule_wrap(reload))
+    end
+  end)
+  if not ok then
+    stop()
+    return
+  end
+  deadline:start(60000, 0, stop)
+end
+
+---@param view gemini_companion.DiffView
+---@param buf integer
+local function map_keys(view, buf)
+  local keymaps = require("gemini_companion.config").get().diff.keymaps
+  if keymaps.accept then
+    vim.keymap.set("n", keymaps.accept, function()
+      M.accept(view.id)
+    end, { buffer = buf, desc = "Accept the Gemini proposal" })
+  end
+  if keymaps.reject then
+    vim.keymap.set("n", keymaps.reject, function()
+      M.reject(view.id)
+    end, { buffer = buf, desc = "Reject the Gemini proposal" })
+  end
+end
+
+---@param path string
+---@param filetype string?
+---@return integer buf
+---@return boolean new_file
+local function disk_copy(path, filetype)
+  local buf = api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].undolevels = -1
+  local new_file = vim.uv.fs_stat(path) == nil
+  if not new_file then
+    -- Neovim's own reader: fast, and it detects the fileformat and encoding as :edit does.
+    api.nvim_buf_call(buf, function()
+      vim.cmd("silent noautocmd keepalt keepjumps read ++edit " .. vim.fn.fnameescape(path))
+    end)
+    api.nvim_buf_set_lines(buf, 0, 1, false, {})
+  end
+  pcall(api.nvim_buf_set_name, buf, "gemini://current" .. path)
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+  if filetype then
+    vim.bo[buf].filetype = filetype
+  end
+  return buf, new_file
+end
+
+---@class gemini_companion.DiffSpec
+---@field id integer
+---@field file_path string
+---@field lines string[]
+---@field eol boolean
+---@field fileformat string
+---@field session string
+
+--- Open the view (called by diff.py). Errors propagate to the CLI as isError.
+---@param spec gemini_companion.DiffSpec
+---@return boolean
+function M._open(spec)
+  local path = spec.file_path
+  for _, view in pairs(views) do
+    if view.file_path == path then -- a view left by a CLI that is gone
+      teardown(view, "replaced")
+    end
+  end
+  define_highlights()
+  local filetype = vim.filetype.match({ filename = path })
+
+  local proposal = api.nvim_create_buf(false, true)
+  local bo = vim.bo[proposal]
+  bo.buftype = "acwrite"
+  bo.bufhidden = "wipe"
+  bo.swapfile = false
+  bo.undolevels = -1 -- the proposal is the start of the undo history, not a change
+  bo.fixeol = false
+  bo.fileformat = spec.fileformat
+  bo.eol = spec.eol
+  api.nvim_buf_set_lines(proposal, 0, -1, false, spec.lines)
+  bo.undolevels = -123456 -- back to the global value
+  local name = "gemini://diff" .. path
+  local stale = vim.fn.bufnr("^" .. vim.fn.escape(name, "\\/.*$^~[]") .. "$")
+  if stale > 0 and stale ~= proposal then
+    pcall(api.nvim_buf_delete, stale, { force = true })
+  end
+  api.nvim_buf_set_name(proposal, name)
+  if filetype then
+    bo.filetype = filetype
+  end
+  bo.modified = false
+
+  local target = buffers_of(path)[1]
+  local original, owned, new_file = target, false, false
+  if not original then
+    original, new_file = disk_copy(path, filetype)
+    owned = true
+  end
+
+  vim.cmd("tabnew")
+  local tab = api.nvim_get_current_tabpage()
+  local original_win = api.nvim_get_current_win()
+  local placeholder = api.nvim_get_current_buf()
+  pcall(function()
+    vim.wo[original_win].winfixbuf = false
+  end)
+  api.nvim_win_set_buf(original_win, original)
+  if placeholder ~= original and api.nvim_buf_is_valid(placeholder) then
+    pcall(api.nvim_buf_delete, placeholder, { force = true })
+  end
+  vim.cmd("diffthis")
+  local proposal_win = api.nvim_open_win(proposal, true, { split = "right", win = original_win })
+  vim.cmd("diffthis")
+
+  ---@type gemini_companion.DiffView
+  local view = {
+    id = spec.id,
+    file_path = path,
+    session = spec.session,
+    tab = tab,
+    proposal = proposal,
+    proposal_win = proposal_win,
+    original = original,
+    original_win = original_win,
+    original_owned = owned,
+    unsaved = target ~= nil and vim.bo[target].modified,
+    new_file = new_file,
+    state = "open",
+  }
+  views[spec.id] = view
+  set_winbars(view)
+  map_keys(view, proposal)
+  if owned then
+    map_keys(view, original)
+  end
+
+  api.nvim_create_autocmd("BufWriteCmd", {
+    group = augroup,
+    buffer = proposal,
+    callback = function(args)
+      if args.match ~= api.nvim_buf_get_name(proposal) then
+        -- `:w other-file` writes a copy; only `:w` of the proposal itself accepts.
+        local fh, err = io.open(args.match, "wb")
+        if not fh then
+          notify("could not write " .. args.match .. ": " .. tostring(err), vim.log.levels.ERROR)
+          return
+        end
+        fh:write(buffer_text(proposal))
+        fh:close()
+        return
+      end
+      M.accept(view.id)
+    end,
+  })
+  api.nvim_create_autocmd("BufWipeout", {
+    group = augroup,
+    buffer = proposal,
+    callback = function()
+      if view.state == "open" or view.state == "orphaned" then
+        -- The proposal window or tab was closed: a rejection.
+        local orphaned = view.state == "orphaned"
+        vim.schedule(function()
+          teardown(view, "rejected")
+        end)
+        if not orphaned then
+          require("gemini_companion.host").notify("gemini_companion_diff_reject", view.id)
+        end
+      end
+    end,
+  })
+
+  -- Start at the first change.
+  api.nvim_win_set_cursor(proposal_win, { 1, 0 })
+  if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
+    pcall(vim.cmd, "keepjumps normal! ]c")
+  end
+
+  api.nvim_exec_autocmds("User", {
+    pattern = "GeminiDiffOpened",
+    modeline = false,
+    data = {
+      id = view.id,
+      file_path = path,
+      session = view.session,
+      tab = tab,
+      proposal_buf = proposal,
+      original_buf = original,
+      unsaved = view.unsaved,
+      new_file = new_file,
+    },
+  })
+  return true
+end
+
+--- Accept the proposal: send its text, user's edits included; the CLI writes the file.
+---@param id? integer a view id; default: the view of the current tab
+function M.accept(id)
+  local view, err = views[id or -1], nil
+  if not view then
+    view, err = current_view()
+  end
+  if not view then
+    notify(err or "no Gemini diff is open", vim.log.levels.WARN)
+    return
+  end
+  if view.state == "orphaned" then
+    notify(
+      "The Gemini CLI that proposed this change has disconnected: nothing can be sent."
+        .. " Copy what you need, then :GeminiReject or close the tab.",
+      vim.log.levels.WARN
+    )
+    return
+  end
+  if view.state ~= "open" or not api.nvim_buf_is_valid(view.proposal) then
+    return
+  end
+  view.state = "accepting"
+  local bo = vim.bo[view.proposal]
+  local lines = api.nvim_buf_get_lines(view.proposal, 0, -1, false)
+  require("gemini_companion.host").notify("gemini_companion_diff_accept", view.id, lines, bo.eol, bo.fileformat)
+  bo.modified = false
+end
+
+--- Reject the proposal and close its tab.
+---@param id? integer a view id; default: the view of the current tab
+function M.reject(id)
+  local view, err = views[id or -1], nil
+  if not view then
+    view, err = current_view()
+  end
+  if not view then
+    notify(err or "no Gemini diff is open", vim.log.levels.WARN)
+    return
+  end
+  if view.state == "accepting" or view.state == "closed" then
+    return
+  end
+  if view.state == "open" then
+    require("gemini_companion.host").notify("gemini_companion_diff_reject", view.id)
+  end
+  teardown(view, "rejected")
+end
+
+--- The open views, for statuslines and tests.
+---@return gemini_companion.DiffView[]
+function M.views()
+  return vim.tbl_values(views)
+end
+
+--- Called by diff.py once the answer went out (or was not needed).
+---@param id integer
+---@param result string
+---@return boolean
+function M._finish(id, result)
+  local view = views[id]
+  if not view then
+    return false
+  end
+  teardown(view, result)
+  if result == "accepted" then
+    M.reload_when_written(view.file_path)
+  end
+  return true
+end
+
+--- Called by diff.py for closeDiff (and when a diff is replaced): close without an
+--- answer and return the proposal's text as lines, 'eol' and 'fileformat'.
+---@param id integer
+---@param result string
+---@return { lines: string[], eol: boolean, fileformat: string }?
+function M._close(id, result)
+  local view = views[id]
+  if not view then
+    return nil
+  end
+  local content
+  if api.nvim_buf_is_valid(view.proposal) then
+    local bo = vim.bo[view.proposal]
+    content = {
+      lines = api.nvim_buf_get_lines(view.proposal, 0, -1, false),
+      eol = bo.eol,
+      fileformat = bo.fileformat,
+    }
+  end
+  teardown(view, result)
+  return content
+end
+
+--- Called by diff.py when the view's CLI is gone: keep the tab, marked, so edits
+--- made in it are not lost; nothing more can be sent for it.
+---@param id integer
+function M._orphan(id)
+  local view = views[id]
+  if not view or view.state == "closed" then
+    return
+  end
+  if not api.nvim_buf_is_valid(view.proposal) then
+    teardown(view, "disconnected")
+    return
+  end
+  view.state = "orphaned"
+  set_winbars(view)
+  notify(
+    ("The Gemini CLI disconnected: the diff for %s can no longer be accepted."):format(display_path(view.file_path)),
+    vim.log.levels.WARN
+  )
+end
+
+--- Called by diff.py when the accepted text cannot be sent (not valid UTF-8).
+---@param id integer
+---@param message string
+---@return boolean still_open
+function M._accept_failed(id, message)
+  local view = views[id]
+  notify(message, vim.log.levels.ERROR)
+  if not view or view.state == "closed" or not api.nvim_buf_is_valid(view.proposal) then
+    if view then
+      teardown(view, "rejected")
+    end
+    return false
+  end
+  view.state = "open"
+  vim.bo[view.proposal].modified = true
+  return true
+end
+
+return M
