@@ -32,18 +32,26 @@ venv_status = pythonpath.add_venv()
 
 @pynvim.plugin
 class GeminiCompanionPlugin:
+    # Created on first use by __getattr__. Not a property: pynvim inspects every
+    # attribute of the plugin when it instantiates it (on the first call, while
+    # Neovim waits), and a property would import the companion right then.
+    _companion: Companion
+
     def __init__(self, nvim: pynvim.Nvim) -> None:
         self._nvim = nvim
-        self._instance: Companion | None = None
 
-    @property
-    def _companion(self) -> Companion:
-        if self._instance is None:
-            from .companion import Companion
-            from .nvim_editor import NvimEditor
+    def __getattr__(self, name: str) -> Companion:
+        if name != "_companion":
+            raise AttributeError(name)
+        from .companion import Companion
+        from .nvim_editor import NvimEditor
 
-            self._instance = Companion(NvimEditor(self._nvim))
-        return self._instance
+        self._companion = Companion(NvimEditor(self._nvim))
+        return self._companion
+
+    def _existing(self) -> Companion | None:
+        companion: Companion | None = self.__dict__.get("_companion")
+        return companion
 
     @pynvim.function("GeminiCompanionHostInfo", sync=True)
     def host_info(self, args: Sequence[Any]) -> dict[str, Any]:
@@ -57,7 +65,7 @@ class GeminiCompanionPlugin:
             "python": sys.executable,
             "python_version": ".".join(map(str, sys.version_info[:3])),
             "venv": venv_status,
-            "state": self._instance.state() if self._instance else {"running": False},
+            "state": c.state() if (c := self._existing()) else {"running": False},
         }
         request = args[0] if args and isinstance(args[0], Mapping) else {}
         if request.get("packages"):
@@ -100,5 +108,5 @@ class GeminiCompanionPlugin:
 
     @pynvim.shutdown_hook
     def shutdown(self) -> None:
-        if self._instance is not None:
-            self._instance.stop()
+        if (companion := self._existing()) is not None:
+            companion.stop()
