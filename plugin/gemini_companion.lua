@@ -27,6 +27,24 @@ command("GeminiReject", function()
   require("gemini_companion.diff").reject()
 end, { desc = "Reject the Gemini CLI's proposed change (the diff in this tab)" })
 
+command("Gemini", function(args)
+  require("gemini_companion.terminal").command(args)
+end, {
+  nargs = "*",
+  range = true,
+  bang = true,
+  desc = "Toggle the Gemini CLI terminal, or send it text / the range as @file#L1-2 (! submits)",
+})
+
+command("GeminiCompanionBuild", function()
+  local ok, err = pcall(require("gemini_companion.build").run)
+  if ok then
+    vim.notify("gemini-companion: build done; restart Neovim to use it", vim.log.levels.INFO)
+  else
+    vim.notify(tostring(err), vim.log.levels.ERROR)
+  end
+end, { desc = "Build gemini-companion: its Python venv and the remote plugin's registration" })
+
 local group = vim.api.nvim_create_augroup("gemini_companion_startup", { clear = true })
 
 local function auto_start()

@@ -11,6 +11,15 @@ M.defaults = {
   diff = {
     keymaps = { accept = "<LocalLeader>a", reject = "<LocalLeader>r" },
   },
+  terminal = {
+    cmd = "gemini",
+    args = {},
+    env = {},
+    position = "right",
+    size = 0.4,
+    float = { width = 0.8, height = 0.8, border = "rounded" },
+    auto_insert = true,
+  },
 }
 
 ---@type gemini_companion.Config
@@ -52,6 +61,45 @@ local function check(path, cond, message)
   end
 end
 
+---@param path string
+---@param tbl table
+---@param defaults table
+local function check_known(path, tbl, defaults)
+  for key in pairs(tbl) do
+    check(path .. "." .. tostring(key), defaults[key] ~= nil, "is not a known option")
+  end
+end
+
+local positions = { right = true, left = true, bottom = true, float = true, tab = true }
+
+---@param t gemini_companion.TerminalConfig
+local function validate_terminal(t)
+  check_type("terminal", t, "table")
+  check_known("terminal", t, M.defaults.terminal)
+  check_type("terminal.cmd", t.cmd, "string")
+  check("terminal.cmd", t.cmd ~= "", "must not be empty")
+  check_type("terminal.args", t.args, "table")
+  for i, arg in ipairs(t.args) do
+    check_type("terminal.args[" .. i .. "]", arg, "string")
+  end
+  check_type("terminal.env", t.env, "table")
+  for name, value in pairs(t.env) do
+    check_type("terminal.env." .. tostring(name), value, "string")
+  end
+  check_type("terminal.position", t.position, "string")
+  check("terminal.position", positions[t.position] ~= nil, "must be one of right, left, bottom, float, tab")
+  check_type("terminal.size", t.size, "number")
+  check("terminal.size", t.size > 0, "must be positive (a fraction of the screen below 1, else columns or lines)")
+  check_type("terminal.float", t.float, "table")
+  check_known("terminal.float", t.float, M.defaults.terminal.float)
+  for _, dim in ipairs({ "width", "height" }) do
+    check_type("terminal.float." .. dim, t.float[dim], "number")
+    check("terminal.float." .. dim, t.float[dim] > 0 and t.float[dim] <= 1, "must be a fraction in (0, 1]")
+  end
+  check_type("terminal.float.border", t.float.border, { "string", "table" })
+  check_type("terminal.auto_insert", t.auto_insert, "boolean")
+end
+
 ---@param d gemini_companion.DiffConfig
 local function validate_diff(d)
   check_type("diff", d, "table")
@@ -87,6 +135,7 @@ function M.validate(config)
   check_type("max_request_bytes", config.max_request_bytes, "number")
   check("max_request_bytes", config.max_request_bytes >= 1024, "must be at least 1024")
   validate_diff(config.diff)
+  validate_terminal(config.terminal)
 end
 
 --- Merge `opts` over the defaults, validate, and make the result current.

@@ -16,8 +16,10 @@ function M.ensure()
     or vim.fn.exists("#FuncUndefined#GeminiCompanionHostInfo") == 1
   if not registered then
     return nil,
-      "the remote plugin is not registered: run :UpdateRemotePlugins (the plugin's build step) and restart Neovim"
+      "the remote plugin is not registered: run :GeminiCompanionBuild (the plugin's build step) and restart Neovim"
   end
+  -- The Python the build step chose must be in place before the host starts.
+  require("gemini_companion.python").apply()
   -- The first call starts the Python host; Neovim waits for it (the module it
   -- imports is kept small for that reason).
   local ok, info = pcall(vim.fn.GeminiCompanionHostInfo)

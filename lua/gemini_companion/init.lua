@@ -8,6 +8,36 @@ local group_name = "gemini_companion"
 ---@param opts? gemini_companion.Options
 function M.setup(opts)
   require("gemini_companion.config").set(opts)
+  -- The Python the build step chose, before anything starts the python3 host.
+  require("gemini_companion.python").apply()
+  require("gemini_companion.highlights").setup()
+end
+
+--- Open the Gemini CLI in a terminal (see terminal.position), or show it.
+---@param args? string[] extra CLI arguments when a new CLI starts
+function M.open(args)
+  require("gemini_companion.terminal").open(args)
+end
+
+--- Hide the CLI's window if it is visible in this tab, else open or show it.
+function M.toggle()
+  require("gemini_companion.terminal").toggle()
+end
+
+--- Type `text` into the running CLI (starting one if needed).
+---@param text string
+---@param opts? { submit?: boolean } submit: press Enter after it
+---@return boolean sent
+function M.send(text, opts)
+  return require("gemini_companion.terminal").send(text, opts)
+end
+
+--- A statusline component: "Gemini" while the server runs, "Gemini ●" with a
+--- connected CLI (●N for several), and "diff" while a diff waits for an answer.
+---@param opts? gemini_companion.StatuslineOptions
+---@return string
+function M.statusline(opts)
+  return require("gemini_companion.statusline").render(opts)
 end
 
 --- Every directory Neovim works in: the global cwd, then tab and window cwds.

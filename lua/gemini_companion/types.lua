@@ -8,6 +8,7 @@
 ---@field keep_alive_seconds? number Interval of SSE keep-alive comments (default 15)
 ---@field max_request_bytes? integer Largest request body accepted (default 64 MiB)
 ---@field diff? gemini_companion.DiffOptions The diff review tab
+---@field terminal? gemini_companion.TerminalOptions The Gemini CLI terminal of :Gemini
 
 ---@class (exact) gemini_companion.Config
 ---@field auto_start boolean
@@ -16,6 +17,7 @@
 ---@field keep_alive_seconds number
 ---@field max_request_bytes integer
 ---@field diff gemini_companion.DiffConfig
+---@field terminal gemini_companion.TerminalConfig
 
 ---@class gemini_companion.Session
 ---@field id string MCP session id
@@ -30,6 +32,36 @@
 ---@field sessions gemini_companion.Session[]
 ---@field env table<string, string> Variables exported to jobs Neovim starts
 ---@field error? string Why the last start failed
+
+---@alias gemini_companion.TerminalPosition "right"|"left"|"bottom"|"float"|"tab"
+
+---@class (exact) gemini_companion.FloatOptions
+---@field width? number Fraction of the editor's width (default 0.8)
+---@field height? number Fraction of the editor's height (default 0.8)
+---@field border? string|string[] Border, as in nvim_open_win() (default "rounded")
+
+---@class (exact) gemini_companion.TerminalOptions
+---@field cmd? string The Gemini CLI executable (default "gemini")
+---@field args? string[] Arguments given to it (default {})
+---@field env? table<string, string> Extra environment variables for it (default {})
+---@field position? gemini_companion.TerminalPosition Where :Gemini opens it (default "right")
+---@field size? number Split width or height: a fraction of the screen below 1, else columns or lines (default 0.4)
+---@field float? gemini_companion.FloatOptions The window when position is "float"
+---@field auto_insert? boolean Enter terminal mode when the window opens (default true)
+
+---@class (exact) gemini_companion.FloatConfig
+---@field width number
+---@field height number
+---@field border string|string[]
+
+---@class (exact) gemini_companion.TerminalConfig
+---@field cmd string
+---@field args string[]
+---@field env table<string, string>
+---@field position gemini_companion.TerminalPosition
+---@field size number
+---@field float gemini_companion.FloatConfig
+---@field auto_insert boolean
 
 ---@class (exact) gemini_companion.DiffKeymaps
 ---@field accept? string|false Normal-mode key accepting the proposal (default "<LocalLeader>a")

@@ -1,0 +1,230 @@
+--- :checkhealth gemini_companion. Checks in the order a user fixes things:
+--- Neovim, the build (venv and host choice), the remote plugin's registration,
+--- the Python host and its packages, the server, the discovery file, the
+--- terminal environment, the Gemini CLI, connected sessions.
+local M = {}
+
+local health = vim.health
+
+---@return table<string, string> pinned version from pyproject.toml, by distribution name
+local function pins()
+  local ok, deps = pcall(function()
+    return require("gemini_companion.build").dependencies(require("gemini_companion.build").root())
+  end)
+  local result = {}
+  for _, dep in ipairs(ok and deps or {}) do
+    local name, version = dep:match("^([%w%-_%.]+)%s*==%s*(.+)$")
+    if name then
+      result[name:lower()] = version
+    end
+  end
+  return result
+end
+
+local rebuild = "run :GeminiCompanionBuild (lazy.nvim: :Lazy build gemini-companion.nvim), then restart Neovim"
+
+local function check_neovim()
+  local v = vim.version()
+  local text = string.format("Neovim %d.%d.%d", v.major, v.minor, v.patch)
+  if vim.fn.has("nvim-0.10") == 1 then
+    health.ok(text)
+  else
+    health.error(text .. " is too old", { "gemini-companion needs Neovim 0.10 or newer: upgrade Neovim" })
+  end
+end
+
+local function check_build()
+  local python = require("gemini_companion.python")
+  local info = python.build_info(true)
+  if not info then
+    health.warn("the build step has not run: no " .. python.build_file(), {
+      rebuild,
+      "Without it, the Python host must already have the packages listed in pyproject.toml",
+    })
+    return
+  end
+  if not info.ok then
+    health.error("the last build failed: " .. tostring(info.error), { "Fix what the message names, then " .. rebuild })
+    return
+  end
+  health.ok(
+    string.format("venv %s (Python %s, built %s)", info.venv, info.python_version, os.date("%F %T", info.built_at))
+  )
+  if info.mode == "own" then
+    health.ok("Python host: the plugin's venv (" .. tostring(info.host_python) .. "). Why: " .. info.reason)
+    local current = vim.g.python3_host_prog
+    if current and current ~= "" and vim.fn.exepath(vim.fn.expand(current)) ~= vim.fn.exepath(info.host_python) then
+      health.warn("g:python3_host_prog is now " .. current .. ", not the venv's Python", {
+        "Unset it in your config, or " .. rebuild .. " so the build decides again",
+      })
+    end
+  else
+    health.ok("Python host: kept yours (" .. tostring(info.host_python) .. "). Why: " .. info.reason)
+  end
+end
+
+local function check_registration()
+  local build = require("gemini_companion.build")
+  local defined = vim.fn.exists("*GeminiCompanionHostInfo") == 1
+    or vim.fn.exists("#FuncUndefined#GeminiCompanionHostInfo") == 1
+  if defined then
+    health.ok("remote plugin registered (" .. build.manifest_path() .. ")")
+    return true
+  end
+  health.error("the remote plugin is not registered in " .. build.manifest_path(), {
+    rebuild,
+    "If the build succeeded, check that your plugin manager puts the plugin on 'runtimepath' at start",
+  })
+  return false
+end
+
+local function check_host()
+  local host = require("gemini_companion.host")
+  local channel, err = host.ensure()
+  if not channel then
+    health.error("the Python host did not start: " .. tostring(err), {
+      "Run :checkhealth provider.python for the host itself",
+      rebuild,
+    })
+    return false
+  end
+  local python = require("gemini_companion.python")
+  local ok, info = pcall(vim.fn.GeminiCompanionHostInfo, { packages = python.pinned_packages })
+  if not ok or type(info) ~= "table" then
+    health.error("the Python host does not answer: " .. tostring(info), { rebuild })
+    return false
+  end
+  local version = info.python_version or "?"
+  local major, minor = version:match("^(%d+)%.(%d+)")
+  local text = string.format("Python host: %s (Python %s)", tostring(info.python), version)
+  if major and (tonumber(major) > 3 or tonumber(minor) >= 10) then
+    health.ok(text)
+  else
+    health.error(
+      text,
+      { "gemini-companion needs Python 3.10+: point g:python3_host_prog at one, or unset it; " .. rebuild }
+    )
+  end
+  local venv_text = {
+    host = "the host runs the plugin's venv",
+    appended = "the plugin's venv is on the host's sys.path, behind its own packages",
+    unset = "no plugin venv in use (the host's own packages serve)",
+  }
+  if venv_text[info.venv] then
+    health.ok(venv_text[info.venv])
+  else
+    health.warn("the plugin's venv is not usable by this host: " .. tostring(info.venv), {
+      "The venv was built for another Python than the host's: " .. rebuild,
+    })
+  end
+  local pinned = pins()
+  local packages = info.packages or {}
+  local missing = false
+  for _, name in ipairs(python.pinned_packages) do
+    local have, want = packages[name], pinned[name]
+    if not have then
+      missing = true
+      health.error(name .. " is not installed for the host", { rebuild })
+    elseif want and have ~= want then
+      health.warn(
+        string.format("%s %s (tested with %s)", name, have, want),
+        { rebuild .. " to get the tested version" }
+      )
+    else
+      health.ok(name .. " " .. have)
+    end
+  end
+  return not missing
+end
+
+local function check_server()
+  local state = require("gemini_companion.state").current
+  if not state.running then
+    health.error("the companion server is not running" .. (state.error and (": " .. state.error) or ""), {
+      "Run :GeminiCompanionStart (it starts by itself on VimEnter unless auto_start = false)",
+      "The log file may say more: " .. require("gemini_companion.config").log_file(),
+    })
+    return false
+  end
+  health.ok(string.format("server running on 127.0.0.1:%d", state.port))
+  local file = state.discovery_file
+  local stat = file and vim.uv.fs_stat(file)
+  if not stat then
+    health.error("discovery file missing: " .. tostring(file), {
+      "Something removed it; restart the server (:GeminiCompanionStop, :GeminiCompanionStart)",
+    })
+  else
+    local mode = bit.band(stat.mode, 511)
+    if mode == 384 and stat.uid == vim.uv.getuid() then
+      health.ok("discovery file " .. file .. " (mode 0600, yours)")
+    else
+      health.error(string.format("discovery file %s has mode %o, owner %d", file, mode, stat.uid), {
+        "It must be readable by you only: restart the server to rewrite it",
+      })
+    end
+  end
+  local missing = {}
+  for name, value in pairs(state.env or {}) do
+    if vim.env[name] ~= value then
+      missing[#missing + 1] = name
+    end
+  end
+  if #missing == 0 and next(state.env or {}) then
+    local names = vim.tbl_keys(state.env)
+    table.sort(names)
+    health.ok("exported to terminals: " .. table.concat(names, ", "))
+  else
+    health.error("not exported to terminals: " .. table.concat(missing, ", "), {
+      "Another plugin or your config changed them; restart the server",
+    })
+  end
+  return true
+end
+
+local function check_cli()
+  local cmd = require("gemini_companion.config").get().terminal.cmd
+  local path = vim.fn.exepath(cmd)
+  if path == "" then
+    health.warn(string.format("the Gemini CLI (%q) is not on PATH", cmd), {
+      "npm install -g @google/gemini-cli, or set terminal.cmd in setup() to its path",
+    })
+    return
+  end
+  local ok, out = pcall(function()
+    return vim.system({ path, "--version" }, { text = true }):wait(15000)
+  end)
+  local version = ok and out.code == 0 and vim.trim(out.stdout or "") or nil
+  if version and version ~= "" then
+    health.ok(string.format("Gemini CLI %s (%s)", version, path))
+  else
+    health.warn("the Gemini CLI at " .. path .. " did not tell its version", {
+      "Run `" .. path .. " --version` in a shell to see why",
+    })
+  end
+end
+
+local function check_sessions()
+  local state = require("gemini_companion.state").current
+  local n = #(state.sessions or {})
+  if n > 0 then
+    health.ok(string.format("%d Gemini CLI session(s) connected", n))
+  else
+    health.info("no Gemini CLI connected: run :Gemini (or `gemini` in a :terminal); the first time, /ide enable")
+  end
+end
+
+function M.check()
+  health.start("gemini-companion: Neovim")
+  check_neovim()
+  health.start("gemini-companion: build and Python host")
+  check_build()
+  if check_registration() and check_host() then
+    health.start("gemini-companion: server")
+    check_server()
+  end
+  health.start("gemini-companion: Gemini CLI")
+  check_cli()
+  check_sessions()
+end
+
+return M

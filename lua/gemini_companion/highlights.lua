@@ -1,0 +1,35 @@
+--- Highlight groups, linked to standard groups with `default` so they follow the
+--- colorscheme and a user's own definitions win. Re-linked on ColorScheme (a
+--- colorscheme's `:hi clear` removes them).
+local M = {}
+
+M.groups = {
+  GeminiCompanionConnected = "DiagnosticOk", -- statusline: a CLI is connected
+  GeminiCompanionIdle = "Comment", -- statusline: server running, no CLI connected
+  GeminiCompanionStopped = "DiagnosticError", -- statusline: server not running
+  GeminiCompanionPending = "DiagnosticWarn", -- statusline: a diff waits for an answer
+  GeminiCompanionTerminal = "Normal", -- the CLI's terminal window
+  GeminiCompanionFloatBorder = "FloatBorder", -- its border when floating
+}
+
+function M.define()
+  for name, target in pairs(M.groups) do
+    vim.api.nvim_set_hl(0, name, { link = target, default = true })
+  end
+end
+
+local done = false
+
+function M.setup()
+  M.define()
+  if done then
+    return
+  end
+  done = true
+  vim.api.nvim_create_autocmd("ColorScheme", {
+    group = vim.api.nvim_create_augroup("gemini_companion_highlights", { clear = true }),
+    callback = M.define,
+  })
+end
+
+return M

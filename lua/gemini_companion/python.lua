@@ -1,0 +1,96 @@
+--- Which Python runs the plugin, as the build step decided (build.lua) and
+--- recorded in stdpath("data")/gemini-companion/build.json. Read once, before the
+--- Python host starts; cheap enough for setup().
+local M = {}
+
+M.pinned_packages = { "pynvim", "mcp", "starlette", "uvicorn", "anyio" }
+
+---@class gemini_companion.BuildInfo
+---@field ok boolean
+---@field error? string
+---@field mode? "own"|"shared" own: the venv's Python is the host; shared: the user's host, venv behind it
+---@field reason? string
+---@field host_python? string the interpreter the python3 host runs
+---@field base_python? string the interpreter the venv was created from
+---@field python_version? string
+---@field user_host_prog? string g:python3_host_prog when the build ran
+---@field venv? string
+---@field packages? string[]
+---@field built_at? number
+
+---@return string
+function M.data_dir()
+  return vim.fn.stdpath("data") .. "/gemini-companion"
+end
+
+---@return string
+function M.venv_dir()
+  return M.data_dir() .. "/venv"
+end
+
+---@param venv? string
+---@return string
+function M.venv_python(venv)
+  venv = venv or M.venv_dir()
+  if vim.fn.has("win32") == 1 then
+    return venv .. "/Scripts/python.exe"
+  end
+  return venv .. "/bin/python"
+end
+
+---@return string
+function M.build_file()
+  return M.data_dir() .. "/build.json"
+end
+
+---@type gemini_companion.BuildInfo|false|nil false: read, absent
+local cached
+
+---@param reload? boolean
+---@return gemini_companion.BuildInfo?
+function M.build_info(reload)
+  if cached == nil or reload then
+    cached = false
+    local file = io.open(M.build_file(), "r")
+    if file then
+      local ok, decoded = pcall(vim.json.decode, file:read("*a"))
+      file:close()
+      if ok and type(decoded) == "table" then
+        cached = decoded
+      end
+    end
+  end
+  return cached or nil
+end
+
+--- The host prog the user set (nil when unset or set by us).
+---@return string?
+function M.user_host_prog()
+  local prog = vim.g.python3_host_prog
+  if prog == nil or prog == "" or prog == vim.g.gemini_companion_host_prog then
+    return nil
+  end
+  return prog
+end
+
+--- Make the build's choice effective; call before the python3 host starts.
+--- Own mode: the venv's Python becomes g:python3_host_prog, unless the user has
+--- since pointed it somewhere else than at build time. Both modes: the host finds
+--- the venv through $GEMINI_COMPANION_VENV (rplugin/python3/.../pythonpath.py).
+---@param reload? boolean
+function M.apply(reload)
+  local info = M.build_info(reload)
+  if not info or not info.ok then
+    return
+  end
+  vim.env.GEMINI_COMPANION_VENV = info.venv
+  if info.mode == "own" then
+    local user = M.user_host_prog()
+    if user == nil or user == info.user_host_prog then
+      vim.g.python3_host_prog = M.venv_python(info.venv)
+      vim.g.gemini_companion_host_prog = vim.g.python3_host_prog
+    end
+  end
+end
+
+return M

@@ -1,0 +1,291 @@
+--- The Gemini CLI in a Neovim terminal: opened in the workspace with the IDE
+--- environment (GEMINI_CLI_IDE_*), so it connects to this Neovim by itself; shown
+--- and hidden by :Gemini; text and file references sent to it.
+local M = {}
+
+---@class gemini_companion.TerminalInstance
+---@field buf integer
+---@field job integer
+
+---@type gemini_companion.TerminalInstance?
+local current
+
+---@return boolean
+local function alive()
+  if not current or not vim.api.nvim_buf_is_valid(current.buf) then
+    return false
+  end
+  return vim.fn.jobwait({ current.job }, 0)[1] == -1
+end
+
+---@return integer? win showing the terminal in the current tab
+local function visible_win()
+  if not current then
+    return nil
+  end
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(win) == current.buf then
+      return win
+    end
+  end
+end
+
+--- Start the companion if needed and wait (bounded) until it publishes its
+--- state, so the terminal inherits the IDE variables.
+---@return boolean ok
+---@return string? error
+local function ensure_server()
+  local state = require("gemini_companion.state")
+  if state.current.running then
+    return true
+  end
+  local _, err = require("gemini_companion.host").ensure()
+  if err then
+    return false, err
+  end
+  require("gemini_companion").start({ quiet = true })
+  vim.wait(10000, function()
+    return state.current.running or state.current.error ~= nil
+  end, 10)
+  if not state.current.running then
+    return false, state.current.error or "the companion server did not start within 10 s"
+  end
+  return true
+end
+
+---@param cfg gemini_companion.TerminalConfig
+---@param buf integer
+---@return integer win
+local function open_window(cfg, buf)
+  local position = cfg.position
+  if position == "float" then
+    local width = math.floor(vim.o.columns * cfg.float.width)
+    local height = math.floor((vim.o.lines - vim.o.cmdheight) * cfg.float.height)
+    return vim.api.nvim_open_win(buf, true, {
+      relative = "editor",
+      width = width,
+      height = height,
+      row = math.floor((vim.o.lines - height) / 2) - 1,
+      col = math.floor((vim.o.columns - width) / 2),
+      border = cfg.float.border,
+      title = " Gemini ",
+      title_pos = "center",
+      style = "minimal",
+    })
+  end
+  if position == "tab" then
+    vim.cmd("tab sbuffer " .. buf)
+    return vim.api.nvim_get_current_win()
+  end
+  local vertical = position == "right" or position == "left"
+  local total = vertical and vim.o.columns or vim.o.lines
+  local size = cfg.size < 1 and math.floor(total * cfg.size) or math.floor(cfg.size)
+  local modifier = ({ right = "botright vertical", left = "topleft vertical", bottom = "botright" })[position]
+  vim.cmd(string.format("%s %dsplit", modifier, size))
+  local win = vim.api.nvim_get_current_win()
+  vim.api.nvim_win_set_buf(win, buf)
+  return win
+end
+
+---@param win integer
+local function style_window(win)
+  vim.wo[win].winhighlight = "Normal:GeminiCompanionTerminal,NormalFloat:GeminiCompanionTerminal,"
+    .. "FloatBorder:GeminiCompanionFloatBorder"
+  vim.wo[win].number = false
+  vim.wo[win].relativenumber = false
+  vim.wo[win].signcolumn = "no"
+end
+
+--- Start the CLI in a new terminal.
+---@param extra_args? string[] appended to the configured args (e.g. { "-i", prompt })
+---@return boolean ok
+local function start(extra_args)
+  local cfg = require("gemini_companion.config").get().terminal
+  local ok, err = ensure_server()
+  if not ok then
+    vim.notify("Gemini companion: cannot start the Gemini CLI: " .. err, vim.log.levels.ERROR)
+    return false
+  end
+  if vim.fn.executable(cfg.cmd) == 0 then
+    vim.notify(
+      string.format(
+        "Gemini companion: %q is not executable: install the Gemini CLI (npm install -g @google/gemini-cli) "
+          .. "or set terminal.cmd in setup()",
+        cfg.cmd
+      ),
+      vim.log.levels.ERROR
+    )
+    return false
+  end
+  local argv = { cfg.cmd }
+  vim.list_extend(argv, cfg.args)
+  vim.list_extend(argv, extra_args or {})
+  local buf = vim.api.nvim_create_buf(false, true)
+  local win = open_window(cfg, buf)
+  style_window(win)
+  -- Jobs inherit Neovim's environment, where the companion exported the IDE
+  -- variables; passing them again makes the terminal independent of that.
+  local env = vim.tbl_extend("force", {}, require("gemini_companion.state").current.env or {}, cfg.env)
+  local opts = {
+    cwd = vim.fn.getcwd(),
+    env = env,
+    on_exit = function(_, code)
+      vim.schedule(function()
+        vim.api.nvim_exec_autocmds("User", {
+          pattern = "GeminiTerminalExit",
+          modeline = false,
+          data = { buf = buf, code = code },
+        })
+      end)
+    end,
+  }
+  local job
+  vim.api.nvim_buf_call(buf, function()
+    if vim.fn.has("nvim-0.11") == 1 then
+      opts.term = true
+      job = vim.fn.jobstart(argv, opts)
+    else
+      job = vim.fn.termopen(argv, opts)
+    end
+  end)
+  if job <= 0 then
+    vim.notify("Gemini companion: could not start " .. table.concat(argv, " "), vim.log.levels.ERROR)
+    return false
+  end
+  vim.bo[buf].bufhidden = "hide"
+  vim.b[buf].gemini_companion_terminal = true
+  current = { buf = buf, job = job }
+  vim.api.nvim_exec_autocmds("User", {
+    pattern = "GeminiTerminalOpen",
+    modeline = false,
+    data = { buf = buf, job = job },
+  })
+  if cfg.auto_insert then
+    vim.cmd.startinsert()
+  end
+  return true
+end
+
+--- Show the running CLI (in the configured layout), or start one.
+---@param args? string[] extra CLI arguments when a new one starts
+function M.open(args)
+  if alive() then
+    local win = visible_win()
+    if win then
+      vim.api.nvim_set_current_win(win)
+    else
+      style_window(open_window(require("gemini_companion.config").get().terminal, current.buf))
+    end
+    if require("gemini_companion.config").get().terminal.auto_insert then
+      vim.cmd.startinsert()
+    end
+    return
+  end
+  start(args)
+end
+
+--- Hide the CLI's window (the CLI keeps running).
+function M.hide()
+  local win = visible_win()
+  if not win then
+    return
+  end
+  if #vim.api.nvim_tabpage_list_wins(0) == 1 then
+    if #vim.api.nvim_list_tabpages() > 1 then
+      vim.cmd.tabclose()
+    else
+      vim.cmd.enew() -- the only window: show an empty buffer rather than quitting
+    end
+    return
+  end
+  vim.api.nvim_win_close(win, false)
+end
+
+--- Hide the CLI when it is visible in this tab, else show or start it.
+function M.toggle()
+  if alive() and visible_win() then
+    M.hide()
+  else
+    M.open()
+  end
+end
+
+--- Type text into the running CLI (as if pasted), optionally pressing Enter.
+--- Starts the CLI with the text as its first prompt when none is running.
+---@param text string
+---@param opts? { submit?: boolean }
+---@return boolean sent
+function M.send(text, opts)
+  opts = opts or {}
+  if not alive() then
+    if opts.submit then
+      return start({ "--prompt-interactive", text })
+    end
+    if not start() then
+      return false
+    end
+  else
+    M.open()
+  end
+  -- Bracketed paste: the CLI takes the text as one paste, newlines included,
+  -- instead of treating each newline as Enter.
+  vim.fn.chansend(current.job, "\27[200~" .. text .. "\27[201~")
+  if opts.submit then
+    vim.defer_fn(function()
+      if alive() then
+        vim.fn.chansend(current.job, "\r")
+      end
+    end, 50)
+  end
+  return true
+end
+
+--- `@path#L10-20`: the reference form the CLI reads as "these lines of this file".
+---@param buf integer
+---@param line1 integer
+---@param line2 integer
+---@return string?
+function M.reference(buf, line1, line2)
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == "" or vim.bo[buf].buftype ~= "" then
+    return nil
+  end
+  local path = vim.fn.fnamemodify(name, ":.")
+  path = path:gsub(" ", "\\ ")
+  if line1 == line2 then
+    return string.format("@%s#L%d", path, line1)
+  end
+  return string.format("@%s#L%d-%d", path, line1, line2)
+end
+
+--- :Gemini[!] [text], with an optional range (see :help :Gemini).
+---@param args { args: string, bang: boolean, range: integer, line1: integer, line2: integer }
+function M.command(args)
+  local parts = {}
+  if args.range > 0 then
+    local ref = M.reference(0, args.line1, args.line2)
+    if not ref then
+      vim.notify("Gemini companion: this buffer is not a file; nothing to reference", vim.log.levels.WARN)
+      return
+    end
+    parts[#parts + 1] = ref
+  end
+  if args.args ~= "" then
+    parts[#parts + 1] = args.args
+  end
+  if #parts == 0 then
+    M.toggle()
+    return
+  end
+  M.send(table.concat(parts, " ") .. (args.bang and "" or " "), { submit = args.bang })
+end
+
+---@return { buf: integer, job: integer, visible: boolean }?
+function M.get()
+  if not alive() then
+    return nil
+  end
+  return { buf = current.buf, job = current.job, visible = visible_win() ~= nil }
+end
+
+return M
