@@ -8,6 +8,7 @@ M.defaults = {
   log_file = nil,
   keep_alive_seconds = 15,
   max_request_bytes = 64 * 1024 * 1024,
+  context = { debounce_ms = 50 },
   diff = {
     keymaps = { accept = "<LocalLeader>a", reject = "<LocalLeader>r" },
   },
@@ -100,6 +101,15 @@ local function validate_terminal(t)
   check_type("terminal.auto_insert", t.auto_insert, "boolean")
 end
 
+---@param c gemini_companion.ContextConfig
+local function validate_context(c)
+  check_type("context", c, "table")
+  check_known("context", c, { debounce_ms = true, trusted = true })
+  check_type("context.debounce_ms", c.debounce_ms, "number")
+  check("context.debounce_ms", c.debounce_ms >= 0 and c.debounce_ms <= 10000, "must be between 0 and 10000")
+  check_type("context.trusted", c.trusted, "boolean", true)
+end
+
 ---@param d gemini_companion.DiffConfig
 local function validate_diff(d)
   check_type("diff", d, "table")
@@ -134,6 +144,7 @@ function M.validate(config)
   check("keep_alive_seconds", config.keep_alive_seconds > 0, "must be positive")
   check_type("max_request_bytes", config.max_request_bytes, "number")
   check("max_request_bytes", config.max_request_bytes >= 1024, "must be at least 1024")
+  validate_context(config.context)
   validate_diff(config.diff)
   validate_terminal(config.terminal)
 end

@@ -40,4 +40,13 @@ function M.notify(method, ...)
   end
 end
 
+--- Forward an editor event to the context tracker (context.py); never waits.
+---@param kind string
+---@param ... any
+function M.context(kind, ...)
+  if M.channel then
+    vim.rpcnotify(M.channel, "gemini_companion_context", kind, ...)
+  end
+end
+
 return M

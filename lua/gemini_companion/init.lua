@@ -104,13 +104,18 @@ function M.start(opts)
     log_level = config.log_level,
     keep_alive_seconds = config.keep_alive_seconds,
     max_body_bytes = config.max_request_bytes,
+    context = config.context,
     quiet = opts and opts.quiet or false,
   })
+  require("gemini_companion.context").enable(config.context)
 end
 
 --- Stop the companion server and remove its discovery file.
 function M.stop()
   pcall(vim.api.nvim_del_augroup_by_name, group_name)
+  if package.loaded["gemini_companion.context"] then
+    require("gemini_companion.context").disable()
+  end
   require("gemini_companion.host").notify("gemini_companion_stop")
 end
 

@@ -7,6 +7,7 @@
 ---@field log_file? string Log file path (default stdpath("log") .. "/gemini-companion.log")
 ---@field keep_alive_seconds? number Interval of SSE keep-alive comments (default 15)
 ---@field max_request_bytes? integer Largest request body accepted (default 64 MiB)
+---@field context? gemini_companion.ContextOptions What the CLI learns about open files, cursor and selection
 ---@field diff? gemini_companion.DiffOptions The diff review tab
 ---@field terminal? gemini_companion.TerminalOptions The Gemini CLI terminal of :Gemini
 
@@ -16,6 +17,7 @@
 ---@field log_file? string
 ---@field keep_alive_seconds number
 ---@field max_request_bytes integer
+---@field context gemini_companion.ContextConfig
 ---@field diff gemini_companion.DiffConfig
 ---@field terminal gemini_companion.TerminalConfig
 
@@ -32,6 +34,14 @@
 ---@field sessions gemini_companion.Session[]
 ---@field env table<string, string> Variables exported to jobs Neovim starts
 ---@field error? string Why the last start failed
+
+---@class (exact) gemini_companion.ContextOptions
+---@field debounce_ms? number Quiet time before a change is sent to the CLI, in ms (default 50)
+---@field trusted? boolean Sent as isTrusted, overriding the CLI's folder trust (default: not sent)
+
+---@class (exact) gemini_companion.ContextConfig
+---@field debounce_ms number
+---@field trusted? boolean
 
 ---@alias gemini_companion.TerminalPosition "right"|"left"|"bottom"|"float"|"tab"
 

@@ -98,6 +98,10 @@ class GeminiCompanionPlugin:
     def workspace(self, directories: Sequence[str]) -> None:
         self._companion.set_workspace(directories)
 
+    @pynvim.rpc_export("gemini_companion_context")
+    def context(self, kind: str, *args: Any) -> None:
+        self._companion.context_event(kind, args)
+
     @pynvim.rpc_export("gemini_companion_diff_accept")
     def diff_accept(self, diff_id: int, lines: Sequence[str], eol: bool, fileformat: str) -> None:
         self._companion.diff_accepted(diff_id, lines, eol, fileformat)

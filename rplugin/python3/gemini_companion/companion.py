@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .context import ContextTracker
 from .diff import DiffController
 from .discovery import (
     DiscoveryError,
@@ -58,6 +59,8 @@ class StartOptions:
     workspace_dirs: list[str]
     keep_alive_seconds: float = 15.0
     max_body_bytes: int | None = None
+    context_debounce_ms: float = 50.0
+    context_trusted: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -70,6 +73,12 @@ class StartOptions:
             options.keep_alive_seconds = float(raw["keep_alive_seconds"])
         if raw.get("max_body_bytes"):
             options.max_body_bytes = int(raw["max_body_bytes"])
+        context = raw.get("context")
+        if isinstance(context, Mapping):
+            if context.get("debounce_ms") is not None:
+                options.context_debounce_ms = float(context["debounce_ms"])
+            if isinstance(context.get("trusted"), bool):
+                options.context_trusted = context["trusted"]
         options.extra = dict(raw)
         return options
 
@@ -88,6 +97,7 @@ class Companion:
         self._env = dict(os.environ if env is None else env)
         self._server: CompanionServer | None = None
         self._diffs: DiffController | None = None
+        self._context: ContextTracker | None = None
         self._discovery: DiscoveryFile | None = None
         self._workspace_dirs: list[str] = []
         self._workspace_path = ""
@@ -135,6 +145,11 @@ class Companion:
         self._server = server
         self._discovery = discovery
         self._diffs = DiffController(self._editor, self._notify_session)
+        self._context = ContextTracker(
+            lambda: server.streams,
+            debounce_ms=options.context_debounce_ms,
+            trusted=options.context_trusted,
+        )
         self.started_at = time.time()
         server.start(on_failure=self._server_failed)
         log.info("listening on 127.0.0.1:%d, discovery file %s", server.port, discovery.path)
@@ -142,8 +157,12 @@ class Companion:
 
     def stop(self) -> None:
         server, discovery, diffs = self._server, self._discovery, self._diffs
+        context = self._context
         self._server = None
         self._diffs = None
+        self._context = None
+        if context is not None and server is not None:
+            server.call_soon(context.stop)
         if diffs is not None and server is not None:
             server.call_soon(diffs.orphan_all)  # open views stay, marked, with any edits
         self._discovery = None
@@ -190,6 +209,8 @@ class Companion:
     # -- sessions (SessionListener, called on the server loop) ---------------------
 
     async def session_opened(self, stream: SessionStream) -> None:
+        if self._context is not None:  # first: a new CLI sees the context at once
+            await self._context.session_opened(stream)
         with self._sessions_lock:
             self._sessions[stream.session_id] = SessionInfo(stream.session_id, stream.opened_at)
         log.info("CLI session %s connected", stream.session_id)
@@ -199,6 +220,8 @@ class Companion:
         with self._sessions_lock:
             self._sessions.pop(session_id, None)
         log.info("CLI session %s disconnected", session_id)
+        if self._context is not None:
+            self._context.session_closed(session_id)
         if self._diffs is not None:
             self._diffs.session_closed(session_id)
         self.publish_state()
@@ -222,6 +245,14 @@ class Companion:
         if server is None or server.streams is None:
             return False
         return await server.streams.notify(session_id, method, params)
+
+    # -- context (called on the host thread) -----------------------------------------
+
+    def context_event(self, kind: str, args: Sequence[Any]) -> None:
+        """An editor event forwarded by lua/gemini_companion/context.lua."""
+        server, context = self._server, self._context
+        if server is not None and context is not None:
+            server.call_soon(context.handle, kind, list(args))
 
     # -- the user's answers to a diff (called on the host thread) -------------------
 
