@@ -263,6 +263,10 @@ local function register(root)
     vim.opt.rtp:prepend(root)
   end
   progress("registering the remote plugin (:UpdateRemotePlugins)")
+  if vim.fn.exists(":UpdateRemotePlugins") ~= 2 then
+    -- During start-up (lazy.nvim installs from init.lua) the command is not defined yet.
+    vim.cmd("silent! runtime plugin/rplugin.vim")
+  end
   vim.cmd("silent UpdateRemotePlugins")
   if not M.registered() then
     fail(

@@ -1,0 +1,431 @@
+"""Issue 5: the plugin as a user meets it: install with its build step, :checkhealth,
+:help, setup() validation, the :Gemini terminal with the real Gemini CLI in it.
+
+The fresh install follows the README's lazy.nvim path. lazy.nvim itself cannot be
+downloaded here, so ``lazy_build`` does what lazy.nvim does for this plugin (read in
+lazy.nvim's ``lua/lazy/manage/task/plugin.lua``): the checkout lands in
+``stdpath("data")/lazy/gemini-companion.nvim``, its root goes on 'runtimepath', the
+``build.lua`` at its root runs through ``loadfile(...)()`` in Neovim, then
+``:helptags`` on its ``doc/``; at start-up lazy puts it on 'runtimepath' and calls
+``require("gemini_companion").setup(opts)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pynvim
+import pytest
+from harness import INTEROP, ROOT, Nvim, Sandbox, nvim_executable, wait_for
+
+GEMINI = INTEROP / "node_modules" / ".bin" / "gemini"
+PLUGIN_NAME = "gemini-companion.nvim"
+
+
+# -- a lazy.nvim-style install ---------------------------------------------------------
+
+
+def _plugin_files() -> list[str]:
+    """What a clone of this checkout holds (tracked and new files, not ignored ones)."""
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return [f for f in out.split("\0") if f and (ROOT / f).is_file()]
+
+
+def _user_env(root: Path, *, keep_manifest: bool = False) -> dict[str, str]:
+    """A user's environment: private XDG folders, and a PATH without this checkout's
+    .venv (whose pynvim would otherwise be what Neovim's provider finds)."""
+    sandbox = Sandbox.create(root, root / "unused-manifest.vim")
+    env = dict(sandbox.env)
+    if not keep_manifest:
+        env.pop("NVIM_RPLUGIN_MANIFEST")
+    venv_bin = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)
+    env.pop("VIRTUAL_ENV", None)
+    # pip's download cache, shared between tests and runs (the XDG cache is private)
+    env["PIP_CACHE_DIR"] = str(ROOT / ".cache" / "pip")
+    return env
+
+
+def _install(root: Path) -> Path:
+    plugin = root / "data" / "nvim" / "lazy" / PLUGIN_NAME
+    for rel in _plugin_files():
+        target = plugin / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, target)
+    return plugin
+
+
+def lazy_build(root: Path, env: dict[str, str], pre: str = "") -> subprocess.CompletedProcess[str]:
+    """Run the build as lazy.nvim does; ``pre`` is the user's init.lua before it."""
+    plugin = root / "data" / "nvim" / "lazy" / PLUGIN_NAME
+    init = root / "build-init.lua"
+    init.write_text(
+        "\n".join(
+            [
+                pre,
+                f"local dir = {json.dumps(str(plugin))}",
+                "vim.opt.rtp:prepend(dir)",
+                "vim.cmd([[silent! runtime plugin/rplugin.vim]])  -- lazy.nvim does this first",
+                "local ok, err = pcall(function()",
+                "  assert(loadfile(dir .. '/build.lua'))()",
+                "end)",
+                "if not ok then io.stderr:write('BUILD ERROR: ' .. tostring(err) .. '\\n') end",
+                "pcall(vim.cmd.helptags, dir .. '/doc')",
+                "vim.cmd('qa!')",
+            ]
+        )
+    )
+    return subprocess.run(
+        [nvim_executable(), "--headless", "-u", str(init)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def user_init(root: Path, opts: dict[str, Any], pre: str = "") -> Path:
+    """init.lua as lazy.nvim runs it for ``{ dir, opts = opts }``."""
+    plugin = root / "data" / "nvim" / "lazy" / PLUGIN_NAME
+    init = root / "init.lua"
+    init.write_text(
+        "\n".join(
+            [
+                "vim.o.shadafile = 'NONE'",
+                "vim.o.swapfile = false",
+                pre,
+                f"vim.opt.rtp:prepend({json.dumps(str(plugin))})",
+                "require('gemini_companion').setup(vim.json.decode("
+                + json.dumps(json.dumps(opts))
+                + "))",
+            ]
+        )
+    )
+    return init
+
+
+@contextlib.contextmanager
+def user_nvim(root: Path, env: dict[str, str], init: Path) -> Iterator[pynvim.Nvim]:
+    argv = ["/usr/bin/env", "-i", *[f"{k}={v}" for k, v in env.items()]]
+    argv += [nvim_executable(), "--embed", "--headless", "-u", str(init)]
+    nvim = pynvim.attach("child", argv=argv)
+    try:
+        yield nvim
+    finally:
+        with contextlib.suppress(Exception):
+            nvim.command("qa!")
+        with contextlib.suppress(Exception):
+            nvim.close()
+
+
+def wait_running(nvim: pynvim.Nvim, timeout: float = 20) -> dict[str, Any]:
+    return wait_for(
+        lambda: (
+            (s := nvim.exec_lua("return require('gemini_companion.state').current"))["running"]
+            and s
+        ),
+        timeout,
+        "the companion server to run",
+    )
+
+
+def checkhealth(nvim: pynvim.Nvim) -> str:
+    nvim.command("checkhealth gemini_companion")
+    return "\n".join(nvim.current.buffer[:])
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A fresh install with the user's g:python3_host_prog unset."""
+    root = tmp_path_factory.mktemp("lazy-own")
+    env = _user_env(root)
+    _install(root)
+    result = lazy_build(root, env)
+    assert "BUILD ERROR" not in result.stderr, result.stderr
+    return root, env
+
+
+def test_lazy_install_builds_its_venv_and_makes_it_the_host_when_none_has_pynvim(
+    installed: tuple[Path, dict[str, str]],
+) -> None:
+    root, env = installed
+    data = root / "data" / "nvim"
+    info = json.loads((data / "gemini-companion" / "build.json").read_text())
+    assert info["ok"] is True
+    assert info["mode"] == "own", info
+    venv_python = data / "gemini-companion" / "venv" / "bin" / "python"
+    assert venv_python.exists()
+    assert "GeminiCompanionHostInfo" in (data / "rplugin.vim").read_text()
+    assert (data / "lazy" / PLUGIN_NAME / "doc" / "tags").exists()
+
+    init = user_init(root, {"terminal": {"cmd": str(GEMINI)}})
+    with user_nvim(root, env, init) as nvim:
+        state = wait_running(nvim)
+        assert state["port"] > 0
+        assert Path(state["discovery_file"]).exists()
+        assert nvim.vars["python3_host_prog"] == str(venv_python)
+        host = nvim.exec_lua("return require('gemini_companion.host').info")
+        assert host["python"] == str(venv_python)
+        assert host["venv"] == "host"
+
+        report = checkhealth(nvim)
+        assert "ERROR" not in report, report
+        for expected in (
+            "Python host: the plugin's venv",
+            "no Python with pynvim was found",
+            "remote plugin registered",
+            "pynvim 0.6.0",
+            "mcp 2.3.0",
+            f"server running on 127.0.0.1:{state['port']}",
+            "(mode 0600, yours)",
+            "exported to terminals: GEMINI_CLI_IDE_AUTH_TOKEN",
+        ):
+            assert expected in report, f"{expected!r} missing from:\n{report}"
+        if GEMINI.exists():
+            assert "Gemini CLI 0.61.0" in report, report
+
+
+def test_help_resolves_after_install(installed: tuple[Path, dict[str, str]]) -> None:
+    root, env = installed
+    init = user_init(root, {"auto_start": False})
+    with user_nvim(root, env, init) as nvim:
+        doc = root / "data" / "nvim" / "lazy" / PLUGIN_NAME / "doc" / "gemini-companion.txt"
+        tags = [
+            line.split("\t")[0]
+            for line in (doc.parent / "tags").read_text().splitlines()
+            if line.split("\t")[1] == "gemini-companion.txt"
+        ]
+        for tag in ["gemini-companion", ":Gemini", "gemini_companion.setup()", *tags]:
+            nvim.command("help " + tag.replace("|", "\\|"))
+            assert nvim.current.buffer.name == str(doc), tag
+            nvim.command("helpclose")
+
+
+def test_build_with_a_users_host_prog_keeps_it_and_adds_the_venv_behind_it(
+    tmp_path: Path,
+) -> None:
+    env = _user_env(tmp_path)
+    _install(tmp_path)
+    pre = f"vim.g.python3_host_prog = {json.dumps(sys.executable)}"
+    result = lazy_build(tmp_path, env, pre)
+    assert "BUILD ERROR" not in result.stderr, result.stderr
+    info = json.loads((tmp_path / "data" / "nvim" / "gemini-companion" / "build.json").read_text())
+    assert info["mode"] == "shared", info
+    assert "g:python3_host_prog" in info["reason"]
+
+    with user_nvim(tmp_path, env, user_init(tmp_path, {}, pre)) as nvim:
+        wait_running(nvim)
+        assert nvim.vars["python3_host_prog"] == sys.executable
+        host = nvim.exec_lua("return require('gemini_companion.host').info")
+        assert host["python"] == sys.executable
+        assert host["venv"] == "appended"
+        report = checkhealth(nvim)
+        assert "Python host: kept yours" in report, report
+        assert "ERROR" not in report, report
+
+
+def test_build_with_an_old_python_fails_with_one_message_naming_the_fix(tmp_path: Path) -> None:
+    env = _user_env(tmp_path)
+    _install(tmp_path)
+    old = tmp_path / "python3.8"
+    old.write_text("#!/bin/sh\necho 3.8.10\necho True\n")
+    old.chmod(0o755)
+    result = lazy_build(tmp_path, env, f"vim.g.python3_host_prog = {json.dumps(str(old))}")
+    errors = [line for line in result.stderr.splitlines() if "BUILD ERROR" in line]
+    assert len(errors) == 1, result.stderr
+    assert "Python 3.8.10" in errors[0]
+    assert "needs 3.10+" in errors[0]
+    assert "install Python 3.10 or newer" in errors[0]
+    info = json.loads((tmp_path / "data" / "nvim" / "gemini-companion" / "build.json").read_text())
+    assert info["ok"] is False
+
+
+# -- :checkhealth when something is wrong ----------------------------------------------
+
+
+def test_checkhealth_names_an_unregistered_plugin_and_the_fix(tmp_path: Path) -> None:
+    sandbox = Sandbox.create(tmp_path / "sandbox", tmp_path / "empty-manifest.vim")
+    nvim = Nvim(sandbox, setup={"auto_start": False})
+    try:
+        report = checkhealth(nvim.api)
+    finally:
+        nvim.close()
+    assert "ERROR the remote plugin is not registered" in report, report
+    assert ":GeminiCompanionBuild" in report
+    assert "WARNING the build step has not run" in report
+
+
+def test_checkhealth_reports_a_discovery_file_others_can_read(nvim: Nvim) -> None:
+    state = nvim.wait_running()
+    Path(state["discovery_file"]).chmod(0o644)
+    report = checkhealth(nvim.api)
+    assert "ERROR discovery file" in report and "mode 644" in report, report
+    assert "readable by you only" in report
+
+
+def test_checkhealth_reports_a_stopped_server(nvim_factory: Any) -> None:
+    nvim = nvim_factory(setup={"auto_start": False})
+    report = checkhealth(nvim.api)
+    assert "ERROR the companion server is not running" in report, report
+    assert ":GeminiCompanionStart" in report
+
+
+# -- setup() -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        ({"auto_strat": True}, "option 'auto_strat' is not a known option"),
+        ({"log_level": "loud"}, "option 'log_level' must be one of"),
+        ({"terminal": {"position": "top"}}, "option 'terminal.position' must be one of"),
+        ({"terminal": {"args": "--yolo"}}, "option 'terminal.args' must be table"),
+        ({"terminal": {"args": [1]}}, "option 'terminal.args[1]' must be string"),
+        ({"terminal": {"float": {"width": 2}}}, "option 'terminal.float.width' must be a fraction"),
+        ({"terminal": {"colour": "red"}}, "option 'terminal.colour' is not a known option"),
+    ],
+)
+def test_setup_rejects_a_bad_option_naming_it_and_changes_nothing(
+    nvim_factory: Any, opts: dict[str, Any], message: str
+) -> None:
+    nvim = nvim_factory(setup={"auto_start": False, "terminal": {"position": "float"}})
+    ok, err = nvim.lua(
+        "local ok, err = pcall(require('gemini_companion').setup, ...) return {ok, err}", opts
+    )
+    assert ok is False
+    assert message in err, err
+    config = nvim.lua("return require('gemini_companion.config').get()")
+    assert config["terminal"]["position"] == "float"
+
+
+def test_setup_twice_is_safe_and_the_second_call_wins(nvim_factory: Any) -> None:
+    nvim = nvim_factory(setup={"auto_start": False})
+    nvim.lua("require('gemini_companion').setup({terminal = {position = 'tab'}})")
+    nvim.lua("require('gemini_companion').setup({terminal = {size = 30}})")
+    config = nvim.lua("return require('gemini_companion.config').get()")
+    assert config["terminal"]["position"] == "right"
+    assert config["terminal"]["size"] == 30
+    links = nvim.lua("return vim.api.nvim_get_hl(0, {name = 'GeminiCompanionConnected'})")
+    assert links.get("link") == "DiagnosticOk"
+
+
+# -- :Gemini -----------------------------------------------------------------------------
+
+
+def _proc_env(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def test_gemini_sends_a_range_as_a_file_reference(nvim_factory: Any, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "sample.txt").write_text("one\ntwo\nthree\nfour\n")
+    out = tmp_path / "typed.txt"
+    nvim = nvim_factory(
+        cwd=project,
+        setup={"terminal": {"cmd": "sh", "args": ["-c", f"cat > {out}"], "position": "bottom"}},
+    )
+    nvim.wait_running()
+    nvim.api.command("edit sample.txt")
+    nvim.api.command("Gemini")  # starts the CLI (here: cat) and focuses it
+    nvim.api.command("stopinsert | wincmd p")
+    nvim.api.command("2,3Gemini! explain this")
+    text = wait_for(lambda: out.exists() and out.read_text(), 10, "the text typed into the CLI")
+    assert "@sample.txt#L2-3 explain this" in text
+    assert text.startswith("\x1b[200~"), "sent as a bracketed paste"
+    term = nvim.lua("return require('gemini_companion.terminal').get()")
+    env = _proc_env(nvim.lua("return vim.fn.jobpid(...)", term["job"]))
+    assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(nvim.state()["port"])
+    assert env["GEMINI_CLI_IDE_PID"] == str(nvim.pid)
+    # :Gemini without text toggles the window; the CLI keeps running
+    assert term["visible"] is True
+    nvim.api.command("Gemini")
+    assert nvim.lua("return require('gemini_companion.terminal').get().visible") is False
+    nvim.api.command("Gemini")
+    assert nvim.lua("return require('gemini_companion.terminal').get().visible") is True
+
+
+def test_gemini_opens_a_float_when_configured(nvim_factory: Any) -> None:
+    nvim = nvim_factory(setup={"terminal": {"cmd": "sh", "position": "float"}})
+    nvim.api.command("Gemini")
+    wait_for(lambda: nvim.lua("return require('gemini_companion.terminal').get()"), 10, "terminal")
+    relative = nvim.lua("return vim.api.nvim_win_get_config(0).relative")
+    assert relative == "editor"
+
+
+def _isolated_home(root: Path) -> Path:
+    home = root / "home"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text(
+        json.dumps(
+            {
+                "ide": {"enabled": True, "hasSeenNudge": True},
+                "security": {
+                    "auth": {"selectedType": "gemini-api-key"},
+                    "folderTrust": {"enabled": False},
+                },
+                "general": {"disableAutoUpdate": True},
+            }
+        )
+    )
+    return home
+
+
+@pytest.mark.usefixtures("interop")
+def test_gemini_terminal_runs_the_real_cli_which_connects_to_neovim(
+    nvim_factory: Any, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    home = _isolated_home(tmp_path)
+    fake = tmp_path / "responses.jsonl"
+    chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hello."}]}}]}
+    fake.write_text(json.dumps({"method": "generateContentStream", "response": [chunk]}) + "\n")
+    nvim = nvim_factory(
+        cwd=project,
+        setup={
+            "terminal": {
+                "cmd": str(GEMINI),
+                "args": ["--fake-responses", str(fake)],
+                "env": {"HOME": str(home), "GEMINI_API_KEY": "any"},
+            }
+        },
+    )
+    nvim.api.command("Gemini")
+    state = nvim.wait_state(
+        lambda s: len(s["sessions"]) >= 1, 90, "the gemini CLI in :Gemini's terminal to connect"
+    )
+    term = nvim.lua("return require('gemini_companion.terminal').get()")
+    env = _proc_env(nvim.lua("return vim.fn.jobpid(...)", term["job"]))
+    assert env["GEMINI_CLI_IDE_AUTH_TOKEN"] == state["env"]["GEMINI_CLI_IDE_AUTH_TOKEN"]
+    assert env["HOME"] == str(home)
+    assert nvim.lua("return require('gemini_companion').statusline({highlight = false})") == (
+        "Gemini ●"
+    )
+
+
+def test_statusline_is_empty_when_stopped_and_counts_sessions(nvim_factory: Any) -> None:
+    nvim = nvim_factory(setup={"auto_start": False})
+    assert nvim.lua("return require('gemini_companion').statusline()") == ""
+    nvim.start()
+    assert nvim.lua("return require('gemini_companion').statusline({highlight = false})") == (
+        "Gemini"
+    )
+    assert nvim.lua("return require('gemini_companion').statusline()") == (
+        "%#GeminiCompanionIdle#Gemini%*"
+    )
