@@ -348,10 +348,14 @@ def test_log_file_records_the_server(nvim: Nvim) -> None:
 
 
 def _terminal_client(nvim: Nvim, name: str, script: list[dict[str, Any]]) -> Path:
+    """Run the IdeClient driver with a literal ``:terminal`` in a new tab; its events go
+    to a file (the terminal's screen is no place to parse JSON from)."""
     out = nvim.sandbox.root / f"{name}.jsonl"
     nvim.lua(
-        "local driver, out, script = ...; vim.cmd('tabnew'); vim.fn.jobstart({'node', driver},"
-        " {term = true, env = {IDE_DRIVER_OUT = out, IDE_DRIVER_SCRIPT = script}})",
+        "local driver, out, script = ...;"
+        " vim.env.IDE_DRIVER_OUT = out; vim.env.IDE_DRIVER_SCRIPT = script;"
+        " vim.cmd('tabnew | terminal node ' .. vim.fn.fnameescape(driver));"
+        " vim.env.IDE_DRIVER_OUT = nil; vim.env.IDE_DRIVER_SCRIPT = nil",
         str(DRIVER),
         str(out),
         json.dumps(script),
