@@ -188,6 +188,9 @@ class Companion:
         self._editor.notify(
             f"Gemini companion: the server stopped unexpectedly ({exc}); see the log file", ERROR
         )
+        # Stop through the usual path (Lua -> host thread), so the state and the
+        # terminal variables say "not running" again.
+        self._editor.call_lua("require('gemini_companion').stop()")
 
     # -- workspace -----------------------------------------------------------------
 
