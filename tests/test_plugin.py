@@ -429,3 +429,60 @@ def test_statusline_is_empty_when_stopped_and_counts_sessions(nvim_factory: Any)
     assert nvim.lua("return require('gemini_companion').statusline()") == (
         "%#GeminiCompanionIdle#Gemini%*"
     )
+
+
+# -- the run command ---------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("interop")
+def test_run_command_offline_demo_round_trip(tmp_path: Path) -> None:
+    """scripts/run without credentials: :Gemini, the canned edit opens as a diff,
+    :GeminiAccept, and the CLI writes the file."""
+    sock = tmp_path / "nvim.sock"
+    (tmp_path / "tmp").mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GEMINI", "GOOGLE_", "NVIM", "XDG_", "VIM"))
+    }
+    env.update(GEMINI_COMPANION_DEMO="offline", TMPDIR=str(tmp_path / "tmp"))
+    log = (tmp_path / "run.log").open("w")
+    proc = subprocess.Popen(
+        [str(ROOT / "scripts" / "run"), "--headless", "--listen", str(sock)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    nvim: pynvim.Nvim | None = None
+    try:
+        wait_for(lambda: sock.exists() or proc.poll() is not None, 300, "scripts/run's Neovim")
+        assert proc.poll() is None, (tmp_path / "run.log").read_text()
+        nvim = pynvim.attach("socket", path=str(sock))
+        wait_running(nvim)
+        nvim.command("Gemini")
+        wait_for(
+            lambda: nvim.exec_lua("return #require('gemini_companion.state').current.sessions"),
+            90,
+            "the demo's Gemini CLI to connect",
+        )
+        wait_for(
+            lambda: nvim.exec_lua("return #require('gemini_companion.diff').views()"),
+            90,
+            "the canned edit to open as a diff",
+        )
+        status = nvim.exec_lua("return require('gemini_companion').statusline({highlight=false})")
+        assert status == "Gemini ● diff"
+        nvim.command("GeminiAccept")
+        target = ROOT / ".demo" / "project" / "hello.py"
+        wait_for(lambda: "->" in target.read_text(), 30, "the CLI to write the accepted edit")
+        assert '"""Return a friendly greeting' in target.read_text()
+    finally:
+        if nvim is not None:
+            with contextlib.suppress(Exception):
+                nvim.command("qa!")
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
