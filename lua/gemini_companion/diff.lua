@@ -261,11 +261,21 @@ local function disk_copy(path, filetype)
   vim.bo[buf].undolevels = -1
   local new_file = vim.uv.fs_stat(path) == nil
   if not new_file then
+    local before = {}
+    for _, b in ipairs(api.nvim_list_bufs()) do
+      before[b] = true
+    end
     -- Neovim's own reader: fast, and it detects the fileformat and encoding as :edit does.
     api.nvim_buf_call(buf, function()
       vim.cmd("silent noautocmd keepalt keepjumps read ++edit " .. vim.fn.fnameescape(path))
     end)
     api.nvim_buf_set_lines(buf, 0, 1, false, {})
+    -- :read registers the file name as an (unloaded, unlisted) buffer: not ours to keep.
+    for _, b in ipairs(api.nvim_list_bufs()) do
+      if not before[b] and b ~= buf and not api.nvim_buf_is_loaded(b) then
+        pcall(api.nvim_buf_delete, b, { force = true })
+      end
+    end
   end
   pcall(api.nvim_buf_set_name, buf, "gemini://current" .. path)
   vim.bo[buf].modifiable = false

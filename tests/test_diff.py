@@ -1,0 +1,726 @@
+"""Issue 4: diff review in Neovim (openDiff/closeDiff, accept and reject, nothing lost).
+
+Real headless Neovim, a real MCP client over real sockets, the real ``IdeClient``
+and, at the end, the real ``gemini`` binary in a Neovim ``:terminal``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pynvim
+import pytest
+from harness import Nvim, wait_for
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from ide_client import IdeClientProcess, base_env, nvim_job_env
+from mcp_client import SyncMcpConnection, mcp_client
+
+VIEWS = """
+return vim.tbl_map(function(v)
+  return {
+    id = v.id, file_path = v.file_path, state = v.state, tab = v.tab,
+    proposal = v.proposal, original = v.original, original_owned = v.original_owned,
+    proposal_win = v.proposal_win, original_win = v.original_win,
+  }
+end, require('gemini_companion.diff').views())
+"""
+
+RECORD_EVENTS = """
+_G.diff_events = {}
+vim.api.nvim_create_autocmd('User', {
+  pattern = {'GeminiDiffOpened', 'GeminiDiffClosed'},
+  callback = function(args) table.insert(_G.diff_events, {args.match, args.data}) end,
+})
+_G.messages = {}
+local notify = vim.notify
+vim.notify = function(m, l, o) table.insert(_G.messages, {m, l}); return notify(m, l, o) end
+"""
+
+
+def token_of(nvim: Nvim) -> str:
+    return str(json.loads(Path(nvim.state()["discovery_file"]).read_text())["authToken"])
+
+
+@contextmanager
+def client_of(nvim: Nvim) -> Iterator[SyncMcpConnection]:
+    state = nvim.state()
+    with mcp_client(state["port"], token_of(nvim)) as conn:
+        yield conn
+
+
+def views(nvim: Nvim) -> list[dict[str, Any]]:
+    return list(nvim.lua(VIEWS))
+
+
+def wait_views(nvim: Nvim, count: int, what: str = "") -> list[dict[str, Any]]:
+    def check() -> list[dict[str, Any]] | None:
+        found = views(nvim)
+        return found if len(found) == count else None
+
+    return wait_for(check, 10, what or f"{count} open diff views")
+
+
+def no_views(nvim: Nvim, what: str) -> None:
+    wait_for(lambda: not views(nvim), 10, what)
+
+
+def proposal_text(nvim: Nvim, view: dict[str, Any]) -> list[str]:
+    return list(nvim.api.buffers[view["proposal"]][:])  # type: ignore[index]
+
+
+def open_diff(conn: SyncMcpConnection, path: Path | str, content: str) -> dict[str, Any]:
+    return conn.call_tool("openDiff", {"filePath": str(path), "newContent": content})
+
+
+def diff_answers(conn: SyncMcpConnection) -> list[tuple[str, dict[str, Any]]]:
+    """The ide/diff* notifications received and not yet consumed (context updates aside)."""
+    return [n for n in conn.drain() if n[0].startswith("ide/diff")]
+
+
+def ok(result: dict[str, Any]) -> dict[str, Any]:
+    assert not result.get("isError"), result
+    return result
+
+
+@pytest.fixture
+def nvim(nvim_factory: Callable[..., Nvim]) -> Nvim:
+    instance = nvim_factory(extra_init=RECORD_EVENTS)
+    instance.wait_running()
+    return instance
+
+
+@pytest.fixture
+def conn(nvim: Nvim) -> Iterator[SyncMcpConnection]:
+    with client_of(nvim) as connection:
+        yield connection
+
+
+@pytest.fixture
+def target(nvim: Nvim) -> Path:
+    path = nvim.sandbox.root / "hello.py"
+    path.write_text("def hello():\n    return 1\n")
+    return path
+
+
+def events(nvim: Nvim) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, dict(data)) for name, data in nvim.lua("return _G.diff_events")]
+
+
+# -- opening ----------------------------------------------------------------------------
+
+
+def test_open_diff_returns_empty_content_and_opens_a_diff_tab(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    proposal = "def hello():\n    return 2\n"
+    assert ok(open_diff(conn, target, proposal)) == {"content": [], "isError": False}
+    [view] = views(nvim)
+    assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 2
+    assert nvim.lua("return vim.api.nvim_get_current_tabpage()") == view["tab"]
+    wins = nvim.lua("return vim.api.nvim_tabpage_list_wins(0)")
+    assert sorted(wins) == sorted([view["proposal_win"], view["original_win"]])
+    for win in wins:
+        assert nvim.lua("return vim.wo[...].diff", win) is True
+    assert nvim.lua("return vim.api.nvim_get_current_win()") == view["proposal_win"]
+    buf = view["proposal"]
+    assert nvim.lua("return vim.bo[...].buftype", buf) == "acwrite"
+    assert nvim.lua("return vim.bo[...].filetype", buf) == "python"
+    assert nvim.lua("return vim.bo[...].filetype", view["original"]) == "python"
+    assert nvim.lua("return vim.bo[...].modified", buf) is False
+    assert nvim.lua("return vim.bo[...].modifiable", buf) is True
+    assert nvim.lua("return vim.api.nvim_buf_get_name(...)", buf) == f"gemini://diff{target}"
+    assert proposal_text(nvim, view) == ["def hello():", "    return 2"]
+    assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", view["original"]) == [
+        "def hello():",
+        "    return 1",
+    ]
+    winbar = nvim.lua("return vim.wo[...].winbar", view["proposal_win"])
+    assert "accept: :w or :GeminiAccept" in winbar
+    assert ":GeminiReject" in winbar
+    assert "hello.py" in winbar
+    # The cursor starts at the first change.
+    assert nvim.lua("return vim.api.nvim_win_get_cursor(0)[1]") == 2
+    assert events(nvim)[0][0] == "GeminiDiffOpened"
+    opened = events(nvim)[0][1]
+    assert opened["file_path"] == str(target)
+    assert opened["proposal_buf"] == buf
+    assert opened["new_file"] is False
+
+
+def test_a_new_file_is_shown_against_an_empty_buffer(nvim: Nvim, conn: SyncMcpConnection) -> None:
+    path = nvim.sandbox.root / "new.lua"
+    ok(open_diff(conn, path, "return {}\n"))
+    [view] = views(nvim)
+    assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", view["original"]) == [
+        ""
+    ]
+    assert nvim.lua("return vim.bo[...].filetype", view["proposal"]) == "lua"
+    assert "new file" in nvim.lua("return vim.wo[...].winbar", view["original_win"])
+    nvim.api.command("GeminiAccept")
+    assert conn.next_notification("ide/diffAccepted") == {
+        "filePath": str(path),
+        "content": "return {}\n",
+    }
+    assert not path.exists(), "the plugin must not write the file: the CLI does"
+
+
+# -- accepting -------------------------------------------------------------------------
+
+
+def test_accept_command_sends_the_proposal_closes_the_tab_and_never_writes_the_file(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    before = target.read_bytes()
+    ok(open_diff(conn, target, "def hello():\n    return 2\n"))
+    nvim.api.command("GeminiAccept")
+    params = conn.next_notification("ide/diffAccepted")
+    assert params == {"filePath": str(target), "content": "def hello():\n    return 2\n"}
+    no_views(nvim, "the diff tab to close")
+    assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
+    assert target.read_bytes() == before
+    assert nvim.lua("return vim.fn.bufnr('gemini://diff' .. ...)", str(target)) == -1
+    closed = wait_for(
+        lambda: [e for e in events(nvim) if e[0] == "GeminiDiffClosed"], 5, "GeminiDiffClosed"
+    )
+    assert closed[0][1]["result"] == "accepted"
+    assert closed[0][1]["file_path"] == str(target)
+
+
+def test_write_in_the_proposal_accepts_it_with_the_users_edits(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    ok(open_diff(conn, target, "def hello():\n    return 2\n"))
+    nvim.api.command("normal! Goprint(hello())")
+    nvim.api.command("1s/hello/hi/")
+    nvim.api.command("write")
+    params = conn.next_notification("ide/diffAccepted")
+    assert params["content"] == "def hi():\n    return 2\nprint(hello())\n"
+    no_views(nvim, "the diff tab to close")
+    assert target.read_text() == "def hello():\n    return 1\n"
+
+
+def test_wq_in_the_proposal_accepts_once_and_sends_no_rejection(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    ok(open_diff(conn, target, "x = 1\n"))
+    nvim.api.command("wq")
+    assert conn.next_notification("ide/diffAccepted")["content"] == "x = 1\n"
+    no_views(nvim, "the diff tab to close")
+    nvim.lua("vim.wait(200)")
+    assert diff_answers(conn) == []
+
+
+def test_configured_keymaps_accept_and_reject(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    nvim = nvim_factory(setup={"diff": {"keymaps": {"accept": "ZA", "reject": "ZR"}}})
+    nvim.wait_running()
+    path = nvim.sandbox.root / "k.txt"
+    with client_of(nvim) as conn:
+        ok(open_diff(conn, path, "one\n"))
+        assert "(ZA)" in nvim.lua("return vim.wo.winbar")
+        nvim.api.input("ZA")
+        assert conn.next_notification("ide/diffAccepted")["content"] == "one\n"
+        no_views(nvim, "the tab to close after ZA")
+        ok(open_diff(conn, path, "two\n"))
+        nvim.api.input("ZR")
+        assert conn.next_notification("ide/diffRejected") == {"filePath": str(path)}
+        no_views(nvim, "the tab to close after ZR")
+
+
+def test_keymaps_can_be_turned_off_and_bad_ones_are_refused(
+    nvim_factory: Callable[..., Nvim],
+) -> None:
+    nvim = nvim_factory(setup={"diff": {"keymaps": {"accept": False}}})
+    nvim.wait_running()
+    err = nvim.lua(
+        "local ok, e = pcall(require('gemini_companion').setup, {diff = {keymaps = {acept = 'x'}}})"
+        " return e"
+    )
+    assert "diff.keymaps.acept" in err
+    err = nvim.lua(
+        "local ok, e = pcall(require('gemini_companion').setup, {diff = {keymaps = {reject = 1}}})"
+        " return e"
+    )
+    assert "diff.keymaps.reject" in err
+    with client_of(nvim) as conn:
+        ok(open_diff(conn, nvim.sandbox.root / "x.txt", "x\n"))
+        assert "<LocalLeader>a" not in nvim.lua("return vim.wo.winbar")
+        maps = nvim.lua(
+            "return vim.tbl_map(function(m) return m.lhs end, vim.api.nvim_buf_get_keymap(0, 'n'))"
+        )
+        assert len(maps) == 1  # reject only
+
+
+# -- rejecting -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["GeminiReject", "quit", "tabclose", "close the left window, then the proposal's"],
+)
+def test_reject_paths_send_diff_rejected_and_close_the_tab(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path, how: str
+) -> None:
+    ok(open_diff(conn, target, "changed\n"))
+    [view] = views(nvim)
+    if how == "close the left window, then the proposal's":
+        nvim.lua("vim.api.nvim_win_close(..., false)", view["original_win"])
+        nvim.api.command("quit")
+    else:
+        nvim.api.command(how)
+    assert conn.next_notification("ide/diffRejected") == {"filePath": str(target)}
+    no_views(nvim, "the diff tab to close")
+    assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
+    nvim.lua("vim.wait(100)")
+    assert diff_answers(conn) == []
+    closed = [e for e in events(nvim) if e[0] == "GeminiDiffClosed"]
+    assert [c[1]["result"] for c in closed] == ["rejected"]
+
+
+def test_a_diff_tab_that_is_the_last_tab_closes_without_quitting(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    ok(open_diff(conn, target, "changed\n"))
+    nvim.api.command("1tabclose")  # the original tab; only the diff's is left
+    nvim.api.command("GeminiReject")
+    conn.next_notification("ide/diffRejected")
+    assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
+    assert nvim.lua("return vim.bo.buftype") == ""
+
+
+# -- closeDiff -------------------------------------------------------------------------
+
+
+def test_close_diff_returns_the_proposal_with_edits_as_json_and_sends_nothing(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    ok(open_diff(conn, target, "a\nb\n"))
+    nvim.api.command("normal! Goc")
+    result = ok(conn.call_tool("closeDiff", {"filePath": str(target)}))
+    [part] = result["content"]
+    assert part["type"] == "text"
+    assert json.loads(part["text"]) == {"content": "a\nb\nc\n"}
+    no_views(nvim, "closeDiff to close the tab")
+    nvim.lua("vim.wait(200)")
+    assert diff_answers(conn) == []
+    closed = [e for e in events(nvim) if e[0] == "GeminiDiffClosed"]
+    assert [c[1]["result"] for c in closed] == ["closed"]
+    again = conn.call_tool("closeDiff", {"filePath": str(target)})
+    assert again["isError"] is True
+    assert "no diff is open" in again["content"][0]["text"]
+
+
+def test_close_diff_with_suppress_notification_as_the_cli_sends_it(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    ok(open_diff(conn, target, "z\n"))
+    result = ok(
+        conn.call_tool("closeDiff", {"filePath": str(target), "suppressNotification": True})
+    )
+    assert json.loads(result["content"][0]["text"]) == {"content": "z\n"}
+
+
+# -- bad input -------------------------------------------------------------------------
+
+BAD_OPEN: list[tuple[str, Callable[[Path], Any], str]] = [
+    ("missing filePath", lambda d: {"newContent": "x"}, "'filePath' is missing"),
+    ("filePath not a string", lambda d: {"filePath": 42, "newContent": "x"}, "must be a string"),
+    ("missing newContent", lambda d: {"filePath": str(d / "f.txt")}, "'newContent' is missing"),
+    (
+        "newContent not a string",
+        lambda d: {"filePath": str(d / "f.txt"), "newContent": ["x"]},
+        "must be a string",
+    ),
+    ("relative path", lambda d: {"filePath": "src/f.txt", "newContent": "x"}, "absolute path"),
+    ("empty path", lambda d: {"filePath": "", "newContent": "x"}, "absolute path"),
+    ("directory", lambda d: {"filePath": str(d), "newContent": "x"}, "is a directory"),
+    (
+        "missing directory",
+        lambda d: {"filePath": str(d / "nope" / "f.txt"), "newContent": "x"},
+        "does not exist",
+    ),
+    (
+        "NUL in content",
+        lambda d: {"filePath": str(d / "f.bin"), "newContent": "a\nb\0c"},
+        "NUL character (line 2)",
+    ),
+    (
+        "control character in content",
+        lambda d: {"filePath": str(d / "f.txt"), "newContent": "ok\n\0"},
+        "NUL character (line 2)",
+    ),
+]
+
+
+def test_bad_open_diff_input_is_an_error_and_leaves_neovim_untouched(
+    nvim: Nvim, conn: SyncMcpConnection
+) -> None:
+    snapshot = (
+        "return {#vim.api.nvim_list_tabpages(), #vim.api.nvim_list_bufs(),"
+        " #vim.api.nvim_list_wins()}"
+    )
+    before = nvim.lua(snapshot)
+    for name, make, expected in BAD_OPEN:
+        result = conn.call_tool("openDiff", make(nvim.sandbox.root))
+        assert result["isError"] is True, name
+        [part] = result["content"]
+        assert expected in part["text"], (name, part["text"])
+        assert "Traceback" not in part["text"]
+    for name, arguments, expected in [
+        ("closeDiff without filePath", {}, "'filePath' is missing"),
+        ("closeDiff relative", {"filePath": "f.txt"}, "absolute path"),
+        ("closeDiff, nothing open", {"filePath": str(nvim.sandbox.root / "f.txt")}, "no diff"),
+        (
+            "closeDiff bad suppressNotification",
+            {"filePath": str(nvim.sandbox.root / "f.txt"), "suppressNotification": "yes"},
+            "must be a boolean",
+        ),
+    ]:
+        result = conn.call_tool("closeDiff", arguments)
+        assert result["isError"] is True, name
+        assert expected in result["content"][0]["text"], (name, result)
+    # A lone surrogate cannot be sent by this client; raw JSON can carry one. The
+    # transport refuses it before the tool runs (the tool would too: test_text.py).
+    answer = raw_tool_call(
+        nvim,
+        "openDiff",
+        '{"filePath": ' + json.dumps(str(nvim.sandbox.root / "f.txt")) + ', "newContent": '
+        '"ok\\n\\ud800"}',
+    )
+    assert "error" in answer or answer["result"]["isError"] is True, answer
+    assert nvim.lua(snapshot) == before
+    assert views(nvim) == []
+    assert nvim.lua("return _G.diff_events") == []
+
+
+def raw_tool_call(nvim: Nvim, name: str, arguments_json: str) -> dict[str, Any]:
+    """A tools/call whose arguments are sent as given (raw JSON text): the JSON-RPC answer."""
+    port = nvim.state()["port"]
+    url = f"http://127.0.0.1:{port}/mcp"
+    headers = {
+        "Authorization": f"Bearer {token_of(nvim)}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    with httpx2.Client(timeout=10) as http:
+        response = http.post(url, content=json.dumps(init), headers=headers)
+        headers["mcp-session-id"] = response.headers["mcp-session-id"]
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        http.post(url, content=json.dumps(note), headers=headers)
+        body = (
+            '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": '
+            + json.dumps(name)
+            + ', "arguments": '
+            + arguments_json
+            + "}}"
+        )
+        response = http.post(url, content=body, headers=headers)
+        for line in response.text.splitlines():
+            if line.startswith("data:"):
+                return dict(json.loads(line[5:]))
+        return dict(response.json())
+
+
+# -- nothing lost: the text ------------------------------------------------------------
+
+TEXT = st.lists(
+    st.sampled_from(["a", "Z", " ", "\t", "\n", "\r", "\r\n", "é", "漢", "😀", "\x0b", "\x7f"]),
+    max_size=40,
+).map("".join)
+
+
+@pytest.fixture
+def roundtrip(nvim: Nvim, conn: SyncMcpConnection) -> Callable[[str], None]:
+    path = nvim.sandbox.root / "roundtrip.txt"
+
+    def check(content: str) -> None:
+        ok(open_diff(conn, path, content))
+        nvim.api.command("GeminiAccept")
+        params = conn.next_notification("ide/diffAccepted")
+        assert params["content"] == content
+        no_views(nvim, "the tab to close")
+
+    return check
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(content=TEXT)
+@example(content="")
+@example(content="\n")
+@example(content="\n\n")
+@example(content="no final newline")
+@example(content="a\r\nb\r\n")
+@example(content="a\r\nb")
+@example(content="a\r\nb\nc\r\n")
+@example(content="\r\n")
+@example(content="\r")
+@example(content="tab\there\n  spaces  \n")
+@example(content="multibyte: é 漢字 😀 \u200b\n")
+@example(content="x" * 200_000 + "\n" + "y" * 70_000)
+def test_accepting_without_edits_returns_new_content_byte_for_byte(
+    roundtrip: Callable[[str], None], content: str
+) -> None:
+    roundtrip(content)
+
+
+def test_crlf_content_is_shown_as_dos_and_mixed_endings_keep_their_cr(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    ok(open_diff(conn, target, "a\r\nb\r\n"))
+    [view] = views(nvim)
+    assert nvim.lua("return vim.bo[...].fileformat", view["proposal"]) == "dos"
+    assert proposal_text(nvim, view) == ["a", "b"]
+    result = ok(conn.call_tool("closeDiff", {"filePath": str(target)}))
+    assert json.loads(result["content"][0]["text"])["content"] == "a\r\nb\r\n"
+    ok(open_diff(conn, target, "a\r\nb\n"))
+    [view] = views(nvim)
+    assert nvim.lua("return vim.bo[...].fileformat", view["proposal"]) == "unix"
+    assert proposal_text(nvim, view) == ["a\r", "b"]
+    nvim.api.command("normal! Goc")
+    nvim.api.command("GeminiAccept")
+    assert conn.next_notification("ide/diffAccepted")["content"] == "a\r\nb\nc\n"
+
+
+def test_the_proposal_starts_its_undo_history_with_the_proposal(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    ok(open_diff(conn, target, "proposal\n"))
+    nvim.api.command("silent! undo")
+    nvim.api.command("GeminiAccept")
+    assert conn.next_notification("ide/diffAccepted")["content"] == "proposal\n"
+
+
+# -- nothing lost: the user's buffers --------------------------------------------------
+
+
+def test_unsaved_buffer_is_the_left_side_and_keeps_its_changes(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    nvim.api.command(f"edit {target}")
+    nvim.api.command("normal! Go# my unsaved line")
+    user_buf = nvim.lua("return vim.api.nvim_get_current_buf()")
+    proposal = "def hello():\n    return 2\n"
+    ok(open_diff(conn, target, proposal))
+    [view] = views(nvim)
+    assert view["original"] == user_buf
+    assert view["original_owned"] is False
+    assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", user_buf)[-1] == (
+        "# my unsaved line"
+    )
+    assert "unsaved changes" in nvim.lua("return vim.wo[...].winbar", view["original_win"])
+    assert events(nvim)[0][1]["unsaved"] is True
+    nvim.api.command("GeminiAccept")
+    assert conn.next_notification("ide/diffAccepted")["content"] == proposal
+    no_views(nvim, "the tab to close")
+    # The CLI writes the file; the user's buffer keeps its edits and is not reloaded.
+    target.write_text(proposal)
+    wait_for(
+        lambda: any("unsaved changes" in m for m, _ in nvim.lua("return _G.messages")),
+        10,
+        "the warning that the buffer was not reloaded",
+    )
+    lines = nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", user_buf)
+    assert lines == ["def hello():", "    return 1", "# my unsaved line"]
+    assert nvim.lua("return vim.bo[...].modified", user_buf) is True
+    # diffoff restored the user's window options where the buffer is shown again.
+    assert nvim.lua("return vim.wo.diff") is False
+
+
+def test_unmodified_buffers_reload_without_a_prompt_after_the_cli_writes(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    other = nvim.sandbox.root / "other.py"
+    other.write_text("unrelated\n")
+    nvim.api.command(f"edit {target}")
+    nvim.api.command(f"split {other}")
+    nvim.api.command(f"split {target}")
+    nvim.lua("vim.go.autoread = false")  # even so: no W11 prompt
+    buf = nvim.lua("return vim.fn.bufnr(...)", str(target))
+    new = "def hello():\n    return 'new'\n"
+    ok(open_diff(conn, target, new))
+    nvim.api.command("GeminiAccept")
+    conn.next_notification("ide/diffAccepted")
+    no_views(nvim, "the tab to close")
+    target.write_text(new)  # what the CLI does
+    wait_for(
+        lambda: (
+            nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", buf)
+            == ["def hello():", "    return 'new'"]
+        ),
+        10,
+        "the file's buffer to reload",
+    )
+    assert nvim.lua("return vim.bo[...].modified", buf) is False
+    assert nvim.lua("return vim.api.nvim_get_mode().blocking") is False
+    assert nvim.lua("return vim.go.autoread") is False
+    assert nvim.lua("return vim.bo[...].autoread", buf) is None
+    windows = nvim.lua("return vim.fn.win_findbuf(...)", buf)
+    assert len(windows) == 2
+
+
+def test_left_copy_of_an_unloaded_file_is_read_only_and_leaves_no_buffer(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    before = nvim.lua("return #vim.api.nvim_list_bufs()")
+    ok(open_diff(conn, target, "changed\n"))
+    [view] = views(nvim)
+    assert view["original_owned"] is True
+    assert nvim.lua("return vim.bo[...].modifiable", view["original"]) is False
+    assert nvim.lua("return vim.fn.bufnr(...)", str(target)) == -1
+    nvim.api.command("GeminiReject")
+    conn.next_notification("ide/diffRejected")
+    assert nvim.lua("return #vim.api.nvim_list_bufs()") == before
+
+
+# -- sessions --------------------------------------------------------------------------
+
+
+def test_a_disconnected_clis_diff_stays_marked_and_sends_nothing(nvim: Nvim, target: Path) -> None:
+    with client_of(nvim) as other:
+        with client_of(nvim) as conn:
+            ok(open_diff(conn, target, "proposal\n"))
+            nvim.api.command("normal! Go# edit")
+        [view] = wait_views(nvim, 1)
+        wait_for(
+            lambda: views(nvim)[0]["state"] == "orphaned", 10, "the diff to be marked orphaned"
+        )
+        assert "disconnected" in nvim.lua("return vim.wo[...].winbar", view["proposal_win"])
+        assert proposal_text(nvim, view) == ["proposal", "# edit"], "edits must survive"
+        nvim.api.command("GeminiAccept")  # refused with a message, tab kept
+        assert len(views(nvim)) == 1
+        assert any("disconnected" in m for m, _ in nvim.lua("return _G.messages"))
+        with pytest.raises(pynvim.NvimError, match="E37"):  # the edits are protected
+            nvim.api.command("tabclose")
+        nvim.api.command("GeminiReject")
+        no_views(nvim, "the orphaned tab to close")
+        closed = [e for e in events(nvim) if e[0] == "GeminiDiffClosed"]
+        assert [c[1]["result"] for c in closed] == ["disconnected"]
+        nvim.lua("vim.wait(200)")
+        assert diff_answers(other) == [], "nothing may go to another session"
+        # The file is free again for a new CLI.
+        ok(open_diff(other, target, "again\n"))
+        nvim.api.command("GeminiReject")
+        assert other.next_notification("ide/diffRejected") == {"filePath": str(target)}
+    log = nvim.sandbox.log_file.read_text()
+    assert "orphaned" in log
+
+
+def test_a_new_cli_may_replace_an_orphaned_diff_of_the_same_file(nvim: Nvim, target: Path) -> None:
+    with client_of(nvim) as conn:
+        ok(open_diff(conn, target, "first\n"))
+    wait_for(lambda: views(nvim)[0]["state"] == "orphaned", 10, "orphaned")
+    with client_of(nvim) as conn:
+        ok(open_diff(conn, target, "second\n"))
+        [view] = views(nvim)
+        assert proposal_text(nvim, view) == ["second"]
+        nvim.api.command("GeminiAccept")
+        assert conn.next_notification("ide/diffAccepted")["content"] == "second\n"
+
+
+def test_two_sessions_have_diffs_open_at_once_and_each_gets_its_own_answer(
+    nvim: Nvim, target: Path
+) -> None:
+    other_file = nvim.sandbox.root / "other.txt"
+    with client_of(nvim) as first, client_of(nvim) as second:
+        ok(open_diff(first, target, "first\n"))
+        ok(open_diff(second, other_file, "second\n"))
+        taken = second.call_tool("openDiff", {"filePath": str(target), "newContent": "x"})
+        assert taken["isError"] is True
+        assert "another Gemini CLI session" in taken["content"][0]["text"]
+        by_path = {v["file_path"]: v for v in wait_views(nvim, 2)}
+        # closeDiff of another session's diff is refused.
+        assert first.call_tool("closeDiff", {"filePath": str(other_file)})["isError"] is True
+        tab = by_path[str(other_file)]["tab"]
+        nvim.api.command(f"tabnext {nvim.lua('return vim.api.nvim_tabpage_get_number(...)', tab)}")
+        nvim.api.command("GeminiAccept")
+        assert second.next_notification("ide/diffAccepted") == {
+            "filePath": str(other_file),
+            "content": "second\n",
+        }
+        wait_views(nvim, 1)
+        nvim.api.command("GeminiReject")  # the only one left, from any tab
+        assert first.next_notification("ide/diffRejected") == {"filePath": str(target)}
+        nvim.lua("vim.wait(200)")
+        assert diff_answers(first) == []
+        assert diff_answers(second) == []
+
+
+def test_a_second_open_diff_from_the_same_session_replaces_the_first_silently(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    ok(open_diff(conn, target, "one\n"))
+    ok(open_diff(conn, target, "two\n"))
+    [view] = views(nvim)
+    assert proposal_text(nvim, view) == ["two"]
+    nvim.lua("vim.wait(100)")
+    assert diff_answers(conn) == []
+    nvim.api.command("GeminiAccept")
+    assert conn.next_notification("ide/diffAccepted")["content"] == "two\n"
+
+
+def test_commands_without_an_open_diff_say_so(nvim: Nvim) -> None:
+    nvim.api.command("GeminiAccept")
+    nvim.api.command("GeminiReject")
+    messages = [m for m, _ in nvim.lua("return _G.messages")]
+    assert messages.count("no Gemini diff is open") == 2
+
+
+# -- the real client -------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("interop")
+def test_real_ide_client_gets_accepted_edits_and_rejections(nvim: Nvim, target: Path) -> None:
+    env = nvim_job_env(nvim.state()["env"], {**base_env(), "TMPDIR": nvim.sandbox.env["TMPDIR"]})
+    client = IdeClientProcess(env, nvim.sandbox.root)
+    try:
+        assert client.connect()["status"] == "connected"
+        client.send(
+            cmd="openDiff", filePath=str(target), newContent="def hello():\n    return 2\n", id=1
+        )
+        wait_views(nvim, 1)
+        nvim.api.command("normal! Go# reviewed")
+        nvim.api.command("GeminiAccept")
+        result = client.expect("diff", lambda e: e["id"] == 1)["result"]
+        assert result == {
+            "status": "accepted",
+            "content": "def hello():\n    return 2\n# reviewed\n",
+        }
+        no_views(nvim, "the tab to close")
+
+        client.send(cmd="openDiff", filePath=str(target), newContent="nope\n", id=2)
+        wait_views(nvim, 1)
+        nvim.api.command("GeminiReject")
+        assert client.expect("diff", lambda e: e["id"] == 2)["result"] == {"status": "rejected"}
+
+        # The CLI answered in its terminal instead: closeDiff gives it the proposal's text.
+        client.send(cmd="openDiff", filePath=str(target), newContent="from the terminal\n", id=3)
+        wait_views(nvim, 1)
+        client.send(
+            cmd="closeDiff", filePath=str(target), id=4, options={"suppressNotification": True}
+        )
+        assert client.expect("closeDiff", lambda e: e["id"] == 4)["result"] == "from the terminal\n"
+        no_views(nvim, "closeDiff to close the tab")
+    finally:
+        client.close()
+    assert target.read_text() == "def hello():\n    return 1\n"
