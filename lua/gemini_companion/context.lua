@@ -87,13 +87,21 @@ local function region_text(from, to, region_type)
   return text
 end
 
+--- The cursor as the CLI counts it: 1-based line and character (not byte).
+---@return integer line
+---@return integer character
+local function cursor_position()
+  -- charcol() is 0 in a buffer not read yet (BufEnter of :edit): that is 1:1.
+  return math.max(fn.line("."), 1), math.max(fn.charcol("."), 1)
+end
+
 --- Send the settled cursor, or in Visual mode the cursor and the selection.
 local function send_position()
   local buf = api.nvim_get_current_buf()
   if not current_is_file or buf ~= current_buf then
     return
   end
-  local line, col = fn.line("."), fn.charcol(".")
+  local line, col = cursor_position()
   local region_type = region_types[api.nvim_get_mode().mode:sub(1, 1)]
   if region_type then
     send("selection", buf, line, col, region_text(fn.getpos("v"), fn.getpos("."), region_type))
@@ -167,7 +175,7 @@ local function on_enter()
   current_buf = buf
   current_is_file = path ~= nil
   if path then
-    send("focus", buf, path, fn.line("."), fn.charcol("."))
+    send("focus", buf, path, cursor_position())
   end
 end
 
@@ -198,13 +206,8 @@ local function on_mode_changed(args)
     -- Left Visual mode before the selection was sent (a quick <C-w>l to the
     -- terminal): the live region is gone, the '< and '> marks hold it.
     timer:stop()
-    send(
-      "selection",
-      current_buf,
-      fn.line("."),
-      fn.charcol("."),
-      region_text(fn.getpos("'<"), fn.getpos("'>"), old_type)
-    )
+    local line, col = cursor_position()
+    send("selection", current_buf, line, col, region_text(fn.getpos("'<"), fn.getpos("'>"), old_type))
   end
 end
 
@@ -228,7 +231,7 @@ local function sync()
   current_is_file = known[buf] ~= nil
   local focus = vim.NIL
   if current_is_file then
-    focus = { buf, fn.line("."), fn.charcol(".") }
+    focus = { buf, cursor_position() }
   elseif best and best.lastused > 0 then
     -- In a terminal now: the file used last is still the one being worked on.
     local mark = api.nvim_buf_get_mark(best.bufnr, '"')

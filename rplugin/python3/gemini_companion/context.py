@@ -90,6 +90,11 @@ def _int(value: Any) -> int:
     return int(value)
 
 
+def _cursor(line: Any, character: Any) -> tuple[int, int]:
+    # 1-based both; Neovim reports character 0 in a buffer not read yet.
+    return max(int(line), 1), max(int(character), 1)
+
+
 class ContextTracker:
     """Open files, focus, cursor and selection; builds and sends ``ide/contextUpdate``.
 
@@ -149,13 +154,21 @@ class ContextTracker:
         self._schedule()
 
     def focus(self, bufnr: Any, path: Any, line: Any, character: Any) -> None:
-        """The user entered a file buffer: it becomes the active file."""
+        """The user entered a file buffer: it becomes the active file. Entering the
+        file that is already active (back from the terminal, another window on it)
+        keeps its timestamp, and its selection unless the cursor differs."""
         key, name = _int(bufnr), clean_text(path)
-        cursor = (_int(line), _int(character))
-        active = self.active
-        if active is None or active is not self._files.get(key) or active.cursor != cursor:
-            self._selection = None  # a selection belongs to the file and place it was made in
+        cursor = _cursor(line, character)
         entry = self._files.get(key)
+        active = self.active
+        if entry is not None and entry is active:
+            entry.path = name
+            if entry.cursor != cursor:
+                entry.cursor = cursor
+                self._selection = None
+            self._schedule()
+            return
+        self._selection = None  # a selection belongs to the file it was made in
         if entry is None:
             entry = self._files[key] = OpenFile(name, 0)
         entry.path = name
@@ -183,7 +196,7 @@ class ContextTracker:
         active = self.active
         if active is None or self._files.get(_int(bufnr)) is not active:
             return
-        cursor = (_int(line), _int(character))
+        cursor = _cursor(line, character)
         if cursor != active.cursor:
             active.cursor = cursor
             self._selection = None
@@ -194,7 +207,7 @@ class ContextTracker:
         active = self.active
         if active is None or self._files.get(_int(bufnr)) is not active:
             return
-        active.cursor = (_int(line), _int(character))
+        active.cursor = _cursor(line, character)
         self._selection = cap_selection(clean_text(text)) if text else None
         self.flush()
 
@@ -228,7 +241,7 @@ class ContextTracker:
         self._last_ms = max([self._last_ms, *(f.timestamp for f in files.values())])
         entry = self._files.get(_int(focus[0])) if focus else None
         if focus and entry is not None:
-            cursor = (_int(focus[1]), _int(focus[2]))
+            cursor = _cursor(focus[1], focus[2])
             if entry is not active_before or entry.cursor != cursor:
                 self._selection = None
                 entry.timestamp = self._now_ms()
