@@ -15,7 +15,7 @@ from typing import Any
 import httpx2
 import pynvim
 import pytest
-from harness import Nvim, wait_for
+from harness import INTEROP, Nvim, Sandbox, wait_for
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ide_client import IdeClientProcess, base_env, nvim_job_env
@@ -724,3 +724,105 @@ def test_real_ide_client_gets_accepted_edits_and_rejections(nvim: Nvim, target: 
     finally:
         client.close()
     assert target.read_text() == "def hello():\n    return 1\n"
+
+
+# -- end to end: the real gemini binary ------------------------------------------------
+
+GEMINI = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+
+
+def _model_turn(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 5, "totalTokenCount": 10},
+    }
+
+
+def _fake_responses(path: Path, target: Path, content: str) -> None:
+    """A canned model: one turn calling write_file, then a text turn. Non-strict mode
+    takes responses by method, so the spare generateContent answers cover the CLI's
+    own side requests (next-speaker checks) whatever their number."""
+    turns = [
+        {
+            "method": "generateContentStream",
+            "response": [
+                _model_turn(
+                    [
+                        {
+                            "functionCall": {
+                                "name": "write_file",
+                                "args": {"file_path": str(target), "content": content},
+                            }
+                        }
+                    ]
+                )
+            ],
+        },
+        {"method": "generateContentStream", "response": [_model_turn([{"text": "Done."}])]},
+    ]
+    side = _model_turn([{"text": json.dumps({"reasoning": "done", "next_speaker": "user"})}])
+    turns += [{"method": "generateContent", "response": side}] * 5
+    path.write_text("".join(json.dumps(turn) + "\n" for turn in turns))
+
+
+@pytest.mark.usefixtures("interop")
+def test_real_gemini_cli_in_a_terminal_writes_what_was_accepted_in_neovim(
+    nvim_factory: Callable[..., Nvim], sandbox: Sandbox
+) -> None:
+    project = sandbox.root / "project"
+    project.mkdir()
+    nvim = nvim_factory(cwd=project)
+    nvim.wait_running()
+    home = sandbox.root / "home"
+    (home / ".gemini").mkdir(parents=True)
+    settings = {
+        "ide": {"enabled": True, "hasSeenNudge": True},
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "general": {"disableAutoUpdate": True},
+    }
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    target = project / "notes.txt"
+    target.write_text("old line\n")
+    fake = sandbox.root / "fake-responses.jsonl"
+    _fake_responses(fake, target, "new line\n")
+    nvim.api.command(f"edit {target}")  # open and unmodified: must reload after the write
+    buf = nvim.lua("return vim.api.nvim_get_current_buf()")
+    # The terminal job gets the plugin's IDE variables (and REMOTE_CONTAINERS in a
+    # container) and the sandbox's TMPDIR from Neovim's environment.
+    nvim.lua(
+        "local cmd, cwd, env = ...; vim.cmd('tabnew')"
+        "; vim.fn.jobstart(cmd, {term = true, cwd = cwd, env = env})"
+        "; _G.gemini_term = vim.api.nvim_get_current_buf()",
+        ["node", str(GEMINI), "--fake-responses-non-strict", str(fake), "-i", "Update notes.txt"],
+        str(project),
+        {"HOME": str(home), "GEMINI_API_KEY": "offline-test-key"},
+    )
+
+    def screen() -> str:
+        lines = nvim.lua("return vim.api.nvim_buf_get_lines(_G.gemini_term, 0, -1, false)")
+        return "\n".join(line.rstrip() for line in lines if line.strip())
+
+    try:
+        view = wait_for(
+            lambda: (v := views(nvim)) and v[0], 120, "the gemini CLI's diff to open in Neovim"
+        )
+        assert view["file_path"] == str(target)
+        assert proposal_text(nvim, view) == ["new line"]
+        nvim.api.command("normal! Go# reviewed in Neovim")
+        nvim.api.command("GeminiAccept")
+        accepted = "new line\n# reviewed in Neovim\n"
+        wait_for(lambda: target.read_text() == accepted, 60, "the CLI to write the file")
+        wait_for(
+            lambda: (
+                nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", buf)
+                == ["new line", "# reviewed in Neovim"]
+            ),
+            10,
+            "the file's buffer to reload",
+        )
+        wait_for(lambda: "Done." in screen(), 60, "the CLI to finish its turn")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- gemini terminal ---\n{screen()}") from None
+    assert "Accepted" in screen()
