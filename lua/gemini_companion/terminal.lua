@@ -117,6 +117,10 @@ local function start(extra_args)
     )
     return false
   end
+  if current and vim.api.nvim_buf_is_valid(current.buf) then
+    -- The previous CLI exited: its "[Process exited]" buffer is of no more use.
+    pcall(vim.api.nvim_buf_delete, current.buf, { force = true })
+  end
   local argv = { cfg.cmd }
   vim.list_extend(argv, cfg.args)
   vim.list_extend(argv, extra_args or {})
