@@ -121,9 +121,11 @@ local function set_winbars(view)
     vim.wo[view.proposal_win].winbar = bar
   end
   if api.nvim_win_is_valid(view.original_win) then
+    local unsaved = "%#GeminiDiffWarning#your buffer, with unsaved changes: "
+      .. "accepting writes the proposal to disk and keeps them here"
     local what = view.new_file and "new file"
       or view.original_owned and "on disk"
-      or view.unsaved and "%#GeminiDiffWarning#your buffer, with unsaved changes: accepting writes the proposal to disk and keeps them here"
+      or view.unsaved and unsaved
       or "your buffer"
     vim.wo[view.original_win].winbar = "%#GeminiDiffTitle# Current: " .. name .. " %#GeminiDiffHint#(" .. what .. ")"
   end
