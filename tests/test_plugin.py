@@ -266,7 +266,7 @@ def test_checkhealth_names_an_unregistered_plugin_and_the_fix(tmp_path: Path) ->
         nvim.close()
     assert "ERROR the remote plugin is not registered" in report, report
     assert ":GeminiCompanionBuild" in report
-    assert "WARNING the build step has not run" in report
+    assert "the build step has not run" in report
 
 
 def test_checkhealth_reports_a_discovery_file_others_can_read(nvim: Nvim) -> None:
