@@ -382,10 +382,18 @@ def test_gemini_sends_a_range_as_a_file_reference(nvim_factory: Any, tmp_path: P
     assert nvim.lua("return require('gemini_companion.terminal').get().visible") is True
 
 
-def test_gemini_opens_a_float_when_configured(nvim_factory: Any) -> None:
-    nvim = nvim_factory(setup={"terminal": {"cmd": "sh", "position": "float"}})
+def test_gemini_starts_the_server_first_and_opens_a_float_when_configured(
+    nvim_factory: Any,
+) -> None:
+    nvim = nvim_factory(setup={"auto_start": False, "terminal": {"cmd": "sh", "position": "float"}})
+    assert nvim.state()["running"] is False
     nvim.api.command("Gemini")
-    wait_for(lambda: nvim.lua("return require('gemini_companion.terminal').get()"), 10, "terminal")
+    term = wait_for(
+        lambda: nvim.lua("return require('gemini_companion.terminal').get()"), 10, "terminal"
+    )
+    assert nvim.state()["running"] is True, "the server runs before the CLI starts"
+    env = _proc_env(nvim.lua("return vim.fn.jobpid(...)", term["job"]))
+    assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(nvim.state()["port"])
     relative = nvim.lua("return vim.api.nvim_win_get_config(0).relative")
     assert relative == "editor"
 
