@@ -527,6 +527,23 @@ def test_selection_is_capped_at_16_kib(nvim: Nvim, project: Path) -> None:
         assert active_of(params)["cursor"] == cursor(2000, 1)  # type: ignore[index]
 
 
+@pytest.mark.parametrize("keys", ["ggVG", "ggvG$"], ids=["linewise", "characterwise"])
+def test_selection_of_more_lines_than_can_be_sent_is_capped(
+    nvim: Nvim, project: Path, keys: str
+) -> None:
+    path = write(project / "lines.txt", "".join(f"{i % 10}\n" for i in range(30000)))
+    with client(nvim) as conn:
+        edit(nvim, path)
+        nvim.api.input(keys)
+        params = wait_update(
+            conn, lambda p: bool((a := active_of(p)) and a.get("selectedText")), "a selection"
+        )
+        text = active_of(params)["selectedText"]  # type: ignore[index]
+        assert len(text.encode()) <= 16 * 1024 and text.endswith(TRUNCATION_MARK)
+        assert text.startswith("0\n1\n2\n")
+        assert active_of(params)["cursor"]["line"] == 30000  # type: ignore[index]
+
+
 def test_two_clients_get_the_same_updates(nvim: Nvim, project: Path) -> None:
     path = write(project / "both.txt")
     with client(nvim) as one, client(nvim) as two:

@@ -137,7 +137,7 @@ class ContextTracker:
             return
         try:
             handler(self, *args)
-        except (TypeError, ValueError):
+        except Exception:  # a bad event must not take the loop callback down
             log.warning("malformed context event %r %r", kind, args, exc_info=True)
 
     def buffer(self, bufnr: Any, path: Any) -> None:
