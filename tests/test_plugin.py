@@ -5,7 +5,8 @@ The fresh install follows the README's lazy.nvim path. lazy.nvim itself cannot b
 downloaded here, so ``lazy_build`` does what lazy.nvim does for this plugin (read in
 lazy.nvim's ``lua/lazy/manage/task/plugin.lua``): the checkout lands in
 ``stdpath("data")/lazy/gemini-companion.nvim``, its root goes on 'runtimepath', the
-``build.lua`` at its root runs through ``loadfile(...)()`` in Neovim, then
+``build.lua`` at its root runs through ``loadfile(...)()`` in Neovim, inside a
+coroutine whose yielded strings are progress messages, then
 ``:helptags`` on its ``doc/``; at start-up lazy puts it on 'runtimepath' and calls
 ``require("gemini_companion").setup(opts)``.
 """
@@ -80,10 +81,17 @@ def lazy_build(root: Path, env: dict[str, str], pre: str = "") -> subprocess.Com
                 f"local dir = {json.dumps(str(plugin))}",
                 "vim.opt.rtp:prepend(dir)",
                 "vim.cmd([[silent! runtime plugin/rplugin.vim]])  -- lazy.nvim does this first",
-                "local ok, err = pcall(function()",
-                "  assert(loadfile(dir .. '/build.lua'))()",
-                "end)",
-                "if not ok then io.stderr:write('BUILD ERROR: ' .. tostring(err) .. '\\n') end",
+                # lazy.nvim runs the build in a coroutine; yielded strings are progress
+                "local build = assert(loadfile(dir .. '/build.lua'))",
+                "local co = coroutine.create(build)",
+                "while coroutine.status(co) ~= 'dead' do",
+                "  local ok, msg = coroutine.resume(co)",
+                "  if not ok then",
+                "    io.stderr:write('BUILD ERROR: ' .. tostring(msg) .. '\\n')",
+                "    break",
+                "  end",
+                "  if msg then io.stderr:write('PROGRESS: ' .. tostring(msg) .. '\\n') end",
+                "end",
                 "pcall(vim.cmd.helptags, dir .. '/doc')",
                 "vim.cmd('qa!')",
             ]
@@ -171,6 +179,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     _install(root)
     result = lazy_build(root, env)
     assert "BUILD ERROR" not in result.stderr, result.stderr
+    assert "PROGRESS: installing pynvim==" in result.stderr, result.stderr
     return root, env
 
 

@@ -19,8 +19,10 @@ local candidates = { "python3", "python3.13", "python3.12", "python3.11", "pytho
 
 ---@param msg string
 local function progress(msg)
-  if coroutine.isyieldable() then
-    coroutine.yield(msg) -- lazy.nvim shows it as the build's progress
+  -- In lazy.nvim's build coroutine a yielded string is shown as progress. The
+  -- yield crosses run()'s pcall, which LuaJIT allows and PUC Lua 5.1 does not.
+  if coroutine.isyieldable() and jit then
+    coroutine.yield(msg)
   else
     vim.api.nvim_echo({ { "gemini-companion: " .. msg } }, false, {})
   end
