@@ -600,6 +600,22 @@ def test_bad_context_options_are_refused_by_name(nvim_factory: Callable[..., Nvi
         assert not ok and name in message, message
 
 
+def test_restarted_server_starts_from_what_is_open(nvim: Nvim, project: Path) -> None:
+    """Forwarding starts with a sync: open files, and the file used last stays active
+    even when the server starts while the user is in the terminal."""
+    a, b = write(project / "a.txt"), write(project / "b.txt", "one\ntwö wörds\n")
+    edit(nvim, a)
+    edit(nvim, b)
+    nvim.lua("vim.api.nvim_win_set_cursor(0, {2, 6})")  # 0-based byte 6: the 6th character
+    open_terminal(nvim)
+    nvim.api.command("GeminiCompanionStop")
+    nvim.wait_state(lambda s: not s["running"], 10, "the companion to stop")
+    nvim.start()
+    with client(nvim) as conn:
+        params = wait_update(conn, is_active(b, cursor=cursor(2, 6)), "b.txt active at 2:6")
+        assert paths_of(params) == [str(b), str(a)]
+
+
 def test_stopping_the_server_removes_the_autocommands(nvim: Nvim) -> None:
     count = "return #vim.api.nvim_get_autocmds({group = 'gemini_companion_context'})"
     assert nvim.lua(count) > 0

@@ -221,7 +221,7 @@ local function sync()
     if path then
       known[info.bufnr] = path
       buffers[#buffers + 1] = { info.bufnr, path, info.lastused }
-      if info.lastused > best_used then
+      if info.lastused >= best_used then -- ties (1 s resolution): the later buffer
         best, best_used = info, info.lastused
       end
     end
@@ -232,12 +232,23 @@ local function sync()
   local focus = vim.NIL
   if current_is_file then
     focus = { buf, cursor_position() }
-  elseif best and best.lastused > 0 then
-    -- In a terminal now: the file used last is still the one being worked on.
-    local mark = api.nvim_buf_get_mark(best.bufnr, '"')
-    local line = math.max(mark[1], 1)
-    local text = api.nvim_buf_get_lines(best.bufnr, line - 1, line, false)[1] or ""
-    focus = { best.bufnr, line, vim.str_utfindex(text, math.min(mark[2], #text)) + 1 }
+  else
+    -- In a terminal (or another non-file buffer) now: the file of the window the
+    -- user came from, else the file used last, is still the one being worked on.
+    local prev_win = fn.win_getid(fn.winnr("#"))
+    local win, target = nil, nil
+    if prev_win ~= 0 and prev_win ~= api.nvim_get_current_win() and known[api.nvim_win_get_buf(prev_win)] then
+      win, target = prev_win, api.nvim_win_get_buf(prev_win)
+    elseif best and best.lastused > 0 then
+      target = best.bufnr
+      win = fn.win_findbuf(target)[1]
+    end
+    if target then
+      local pos = win and api.nvim_win_get_cursor(win) or api.nvim_buf_get_mark(target, '"')
+      local line = math.max(pos[1], 1)
+      local text = api.nvim_buf_get_lines(target, line - 1, line, false)[1] or ""
+      focus = { target, line, math.max(fn.charidx(text, math.min(pos[2], #text)), 0) + 1 }
+    end
   end
   send("sync", buffers, focus)
 end
