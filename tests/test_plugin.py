@@ -352,6 +352,9 @@ def test_setup_twice_is_safe_and_the_second_call_wins(nvim_factory: Any) -> None
     assert config["terminal"]["size"] == 30
     links = nvim.lua("return vim.api.nvim_get_hl(0, {name = 'GeminiCompanionConnected'})")
     assert links.get("link") == "DiagnosticOk"
+    nvim.api.command("colorscheme blue")  # runs :hi clear
+    links = nvim.lua("return vim.api.nvim_get_hl(0, {name = 'GeminiCompanionPending'})")
+    assert links.get("link") == "DiagnosticWarn", "highlight links survive a colorscheme"
 
 
 # -- :Gemini -----------------------------------------------------------------------------
