@@ -116,6 +116,8 @@ local function check_host()
   }
   if venv_text[info.venv] then
     health.ok(venv_text[info.venv])
+  elseif info.venv == "missing" then
+    health.warn("the plugin's venv is missing: " .. tostring(vim.env.GEMINI_COMPANION_VENV), { rebuild })
   else
     health.warn("the plugin's venv is not usable by this host: " .. tostring(info.venv), {
       "The venv was built for another Python than the host's: " .. rebuild,
