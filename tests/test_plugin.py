@@ -569,3 +569,28 @@ def test_help_has_a_tag_for_every_command_option_function_event_and_highlight(
     assert len(wanted) > 40
     missing = sorted(wanted - tags)
     assert not missing, f"doc/gemini-companion.txt has no tag for: {missing}"
+
+
+def test_checkhealth_names_packages_the_host_lacks(nvim_factory: Any, tmp_path: Path) -> None:
+    """A host Python with pynvim but none of the server's packages (a user's own
+    g:python3_host_prog, no build): each missing package is an error with the fix."""
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    ours = Path(sys.executable).parent.parent / "lib" / version / "site-packages"
+    theirs = venv / "lib" / version / "site-packages"
+    for entry in ours.iterdir():
+        name = entry.name.lower()
+        if name.startswith(("pynvim", "neovim", "msgpack", "greenlet", "typing_extensions")):
+            (theirs / entry.name).symlink_to(entry)
+    bare = venv / "bin" / "python"
+    nvim = nvim_factory(
+        setup={"auto_start": False},
+        extra_init=f"vim.g.python3_host_prog = {json.dumps(str(bare))}",
+    )
+    report = checkhealth(nvim.api)
+    assert f"Python host: {bare}" in report, report
+    assert "OK pynvim 0.6.0" in report
+    for package in ("mcp", "starlette", "uvicorn", "anyio"):
+        assert f"ERROR {package} is not installed for the host" in report, report
+    assert ":GeminiCompanionBuild" in report
