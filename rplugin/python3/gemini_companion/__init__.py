@@ -74,33 +74,45 @@ class GeminiCompanionPlugin:
 
     @pynvim.rpc_export("gemini_companion_start")
     def start(self, raw: Mapping[str, Any]) -> None:
-        from .companion import StartOptions
-        from .logfile import configure_logging
-
+        try:
+            from .companion import StartOptions
+            from .logfile import configure_logging
+        except ImportError as exc:  # the host lacks a dependency: say which, and the fix
+            self._notify_error(
+                f"Gemini companion cannot start: the Python package {exc.name!r} is missing"
+                f" for {sys.executable}. Run :GeminiCompanionBuild, then restart Neovim"
+                " (:checkhealth gemini_companion tells more)."
+            )
+            return
         try:
             if raw.get("log_file"):
                 configure_logging(str(raw["log_file"]), str(raw.get("log_level") or "info"))
             self._companion.start(StartOptions.from_lua(raw))
         except Exception as exc:
             log.exception("start failed")
-            self._nvim.exec_lua(
-                "require('gemini_companion.state')._notify(...)",
-                f"Gemini companion failed to start: {exc}",
-                vim_log_error,
-                async_=True,
-            )
+            self._notify_error(f"Gemini companion failed to start: {exc}")
+
+    def _notify_error(self, message: str) -> None:
+        self._nvim.exec_lua(
+            "require('gemini_companion.state')._notify(...)", message, vim_log_error, async_=True
+        )
 
     @pynvim.rpc_export("gemini_companion_stop")
     def stop(self) -> None:
-        self._companion.stop()
+        # Guarded like the two below: without a companion (never started, or its
+        # packages missing) there is nothing to stop and no error to raise.
+        if (companion := self._existing()) is not None:
+            companion.stop()
 
     @pynvim.rpc_export("gemini_companion_workspace")
     def workspace(self, directories: Sequence[str]) -> None:
-        self._companion.set_workspace(directories)
+        if (companion := self._existing()) is not None:
+            companion.set_workspace(directories)
 
     @pynvim.rpc_export("gemini_companion_context")
     def context(self, kind: str, *args: Any) -> None:
-        self._companion.context_event(kind, args)
+        if (companion := self._existing()) is not None:
+            companion.context_event(kind, args)
 
     @pynvim.rpc_export("gemini_companion_diff_accept")
     def diff_accept(self, diff_id: int, lines: Sequence[str], eol: bool, fileformat: str) -> None:
