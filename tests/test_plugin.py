@@ -606,6 +606,7 @@ def test_checkhealth_names_packages_the_host_lacks(nvim_factory: Any, tmp_path: 
     assert "the Python package 'anyio' is missing" in notes[0]
     assert ":GeminiCompanionBuild" in notes[0]
     assert "Traceback" not in notes[0]
+    assert "'anyio' is missing" in nvim.state()["error"]
     report = checkhealth(nvim.api)
     assert f"Python host: {bare}" in report, report
     assert "OK pynvim 0.6.0" in report

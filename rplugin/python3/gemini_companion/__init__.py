@@ -78,10 +78,15 @@ class GeminiCompanionPlugin:
             from .companion import StartOptions
             from .logfile import configure_logging
         except ImportError as exc:  # the host lacks a dependency: say which, and the fix
+            problem = f"the Python package {exc.name!r} is missing for {sys.executable}"
+            self._nvim.exec_lua(
+                "require('gemini_companion.state')._update(...)",
+                {"running": False, "error": problem},
+                async_=True,
+            )
             self._notify_error(
-                f"Gemini companion cannot start: the Python package {exc.name!r} is missing"
-                f" for {sys.executable}. Run :GeminiCompanionBuild, then restart Neovim"
-                " (:checkhealth gemini_companion tells more)."
+                f"Gemini companion cannot start: {problem}. Run :GeminiCompanionBuild, then"
+                " restart Neovim (:checkhealth gemini_companion tells more)."
             )
             return
         try:
