@@ -459,7 +459,8 @@ def test_gemini_terminal_runs_the_real_cli_which_connects_to_neovim(
             }
         },
     )
-    nvim.api.command("Gemini")
+    # No CLI runs yet: this starts one and types the text once it is up.
+    nvim.api.command("Gemini hello from neovim")
     state = nvim.wait_state(
         lambda s: len(s["sessions"]) >= 1, 90, "the gemini CLI in :Gemini's terminal to connect"
     )
@@ -467,6 +468,11 @@ def test_gemini_terminal_runs_the_real_cli_which_connects_to_neovim(
     env = _job_env(nvim, term["job"])
     assert env["GEMINI_CLI_IDE_AUTH_TOKEN"] == state["env"]["GEMINI_CLI_IDE_AUTH_TOKEN"]
     assert env["HOME"] == str(home)
+    wait_for(
+        lambda: "hello from neovim" in "\n".join(nvim.api.buffers[term["buf"]][:]),
+        20,
+        "the text typed into the CLI's prompt",
+    )
     assert nvim.lua("return require('gemini_companion').statusline({highlight = false})") == (
         "Gemini ●"
     )

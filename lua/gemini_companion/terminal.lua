@@ -221,26 +221,58 @@ end
 ---@return boolean sent
 function M.send(text, opts)
   opts = opts or {}
+  ---@type integer? sessions before a new CLI started: it is ready once there are more
+  local sessions_before
   if not alive() then
     if opts.submit then
       return start({ "--prompt-interactive", text })
     end
+    sessions_before = #(require("gemini_companion.state").current.sessions or {})
     if not start() then
       return false
     end
   else
     M.open()
   end
-  -- Bracketed paste: the CLI takes the text as one paste, newlines included,
-  -- instead of treating each newline as Enter.
-  vim.fn.chansend(current.job, "\27[200~" .. text .. "\27[201~")
-  if opts.submit then
-    vim.defer_fn(function()
-      if alive() then
-        vim.fn.chansend(current.job, "\r")
-      end
-    end, 50)
+  local job = current.job
+  local function type_text()
+    if vim.fn.jobwait({ job }, 0)[1] ~= -1 then
+      return
+    end
+    -- Bracketed paste: the CLI takes the text as one paste, newlines included,
+    -- instead of treating each newline as Enter.
+    vim.fn.chansend(job, "\27[200~" .. text .. "\27[201~")
+    if opts.submit then
+      vim.defer_fn(function()
+        if vim.fn.jobwait({ job }, 0)[1] == -1 then
+          vim.fn.chansend(job, "\r")
+        end
+      end, 50)
+    end
   end
+  if not sessions_before then
+    type_text()
+    return true
+  end
+  -- A CLI that just started reads its input only once its prompt is up, which
+  -- is when it has connected to us; type then (or after 10 s without that).
+  local state = require("gemini_companion.state")
+  local timer = assert(vim.uv.new_timer())
+  local waited = 0
+  timer:start(
+    100,
+    100,
+    vim.schedule_wrap(function()
+      waited = waited + 100
+      if timer:is_closing() then
+        return
+      end
+      if #(state.current.sessions or {}) > sessions_before or waited >= 10000 then
+        timer:close()
+        type_text()
+      end
+    end)
+  )
   return true
 end
 
