@@ -376,8 +376,11 @@ def test_open_focus_close_and_rename_files(nvim: Nvim, project: Path) -> None:
         # :saveas keeps the old name in an alternate buffer, which stays open.
         assert str(renamed) in paths_of(fourth) and str(b) in paths_of(fourth)
         nvim.api.command(f"bwipeout {nvim.lua('return vim.fn.bufnr(...)', str(b))}")
-        fifth = wait_update(conn, lambda p: str(b) not in paths_of(p), "b.txt closed")
+        fifth = wait_update(conn, lambda p: str(b) not in paths_of(p), "b.txt wiped out")
         assert active_of(fifth) is not None and active_of(fifth)["path"] == str(renamed)  # type: ignore[index]
+        nvim.api.command(f"bdelete {nvim.lua('return vim.fn.bufnr(...)', str(a))}")  # unlisted
+        sixth = wait_update(conn, lambda p: str(a) not in paths_of(p), "a.txt deleted")
+        assert paths_of(sixth) == [str(renamed)]
 
 
 def test_a_new_file_appears_once_written(nvim: Nvim, project: Path) -> None:
