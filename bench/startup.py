@@ -15,6 +15,7 @@ Run: .venv/bin/python bench/startup.py [--runs N]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -55,7 +56,7 @@ end })
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def first_screen_ms(init: Path, env: dict[str, str]) -> float:
@@ -72,10 +73,8 @@ def first_screen_ms(init: Path, env: dict[str, str]) -> float:
             if message[1] == "redraw" and any(event[0] == "flush" for event in message[2]):
                 return (time.perf_counter() - start) * 1000
     finally:
-        try:
+        with contextlib.suppress(Exception):
             nvim.command("qa!")
-        except Exception:
-            pass
 
 
 def run_stall(sandbox: Sandbox, with_plugin: bool) -> dict[str, float]:
@@ -88,7 +87,7 @@ def run_stall(sandbox: Sandbox, with_plugin: bool) -> dict[str, float]:
     try:
         found_at = None
         if with_plugin:
-            found = wait_for(lambda: sandbox.discovery_files(), 10, "discovery file", interval=0.0005)
+            found = wait_for(sandbox.discovery_files, 10, "discovery file", interval=0.0005)
             found_at = time.time()
             del found
             nvim.wait_state(lambda s: s.get("running"), 10, "running")
@@ -104,7 +103,9 @@ def run_stall(sandbox: Sandbox, with_plugin: bool) -> dict[str, float]:
         else:
             nvim.api.command("sleep 500m")
         nvim.api.command("sleep 100m")
-        bench = nvim.lua("return {stalls = _G.bench.stalls, i = _G.bench.vimenter_index, t = _G.bench.vimenter}")
+        bench = nvim.lua(
+            "return {stalls = _G.bench.stalls, i = _G.bench.vimenter_index, t = _G.bench.vimenter}"
+        )
         stalls = bench["stalls"][int(bench["i"] or 0) :]
         result = {"stall_ms": max(stalls) if stalls else 0.0}
         if found_at is not None:
@@ -146,7 +147,9 @@ def connect_times(sandbox: Sandbox, runs: int) -> tuple[float, list[float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
 
@@ -197,14 +200,18 @@ def main() -> None:
         }
         print(json.dumps(report, indent=2))
         print()
-        print(f"first screen added:         {report['first_screen_ms']['added_median']:+.1f} ms (target 0)")
+        print(
+            f"first screen added:         {report['first_screen_ms']['added_median']:+.1f} ms"
+            " (target 0)"
+        )
         print(
             f"main-loop stall (worst):     {report['main_loop_stall_ms']['plugin_max']:.1f} ms "
             f"(median run {report['main_loop_stall_ms']['plugin_median_of_max']:.1f}; "
             f"no plugin {report['main_loop_stall_ms']['baseline_max']:.1f}) (target < 100)"
         )
         print(
-            f"VimEnter -> discovery file:  median {report['vimenter_to_discovery_file_ms']['median']:.1f} ms, "
+            "VimEnter -> discovery file:  median "
+            f"{report['vimenter_to_discovery_file_ms']['median']:.1f} ms, "
             f"max {report['vimenter_to_discovery_file_ms']['max']:.1f} ms (target < 150)"
         )
         print(
