@@ -283,6 +283,11 @@ def test_build_with_an_old_python_fails_with_one_message_naming_the_fix(tmp_path
     assert "install Python 3.10 or newer" in errors[0]
     info = json.loads((tmp_path / "data" / "nvim" / "gemini-companion" / "build.json").read_text())
     assert info["ok"] is False
+    pre = f"vim.g.python3_host_prog = {json.dumps(str(old))}"
+    with user_nvim(tmp_path, env, user_init(tmp_path, {"auto_start": False}, pre)) as nvim:
+        report = checkhealth(nvim)
+    assert "ERROR the last build failed" in report, report
+    assert "install Python 3.10 or newer" in report
 
 
 # -- :checkhealth when something is wrong ----------------------------------------------
