@@ -43,9 +43,11 @@ local function ensure_server()
   if err then
     return false, err
   end
+  -- Wait for the state this start publishes (an error of an earlier start does not count).
+  local before = state.current
   require("gemini_companion").start({ quiet = true })
   vim.wait(10000, function()
-    return state.current.running or state.current.error ~= nil
+    return state.current ~= before and (state.current.running or state.current.error ~= nil)
   end, 10)
   if not state.current.running then
     return false, state.current.error or "the companion server did not start within 10 s"
