@@ -99,6 +99,24 @@ local function current_view()
   return nil, "several Gemini diffs are open: run this in the tab of the one you mean"
 end
 
+--- A key as the user types it: <LocalLeader>a with the default leader is \a.
+---@param lhs string
+---@return string
+local function key_label(lhs)
+  local function leader(value)
+    return value == " " and "<Space>" or value
+  end
+  return (
+    lhs
+      :gsub("<[Ll]ocal[Ll]eader>", function()
+        return leader(vim.g.maplocalleader or "\\")
+      end)
+      :gsub("<[Ll]eader>", function()
+        return leader(vim.g.mapleader or "\\")
+      end)
+  )
+end
+
 ---@param view gemini_companion.DiffView
 local function set_winbars(view)
   local keymaps = require("gemini_companion.config").get().diff.keymaps
@@ -106,28 +124,27 @@ local function set_winbars(view)
   if api.nvim_win_is_valid(view.proposal_win) then
     local bar
     if view.state == "orphaned" then
-      bar = "%#GeminiDiffWarning# Gemini CLI disconnected: this proposal can no longer be sent."
-        .. " Copy what you need, then close the tab (:GeminiReject)"
+      bar = "%#GeminiDiffWarning# Gemini CLI disconnected:%< this proposal can no longer be sent."
+        .. " Copy what you need, then :GeminiReject"
     else
-      local accept = ":w or :GeminiAccept" .. (keymaps.accept and (" (" .. keymaps.accept .. ")") or "")
-      local reject = ":GeminiReject" .. (keymaps.reject and (" (" .. keymaps.reject .. ")") or "") .. " or close"
+      -- Short enough for half an 80-column screen; %< cuts the hint, not the name.
+      local accept = ":w" .. (keymaps.accept and (" or " .. key_label(keymaps.accept)) or "")
+      local reject = ":q" .. (keymaps.reject and (" or " .. key_label(keymaps.reject)) or "")
       bar = "%#GeminiDiffTitle# Proposed: "
         .. name
-        .. " %#GeminiDiffHint#  accept: "
+        .. " %#GeminiDiffHint#%<  accept "
         .. statusline_escape(accept)
-        .. "  reject: "
+        .. "  reject "
         .. statusline_escape(reject)
     end
     vim.wo[view.proposal_win].winbar = bar
   end
   if api.nvim_win_is_valid(view.original_win) then
-    local unsaved = "%#GeminiDiffWarning#your buffer, with unsaved changes: "
-      .. "accepting writes the proposal to disk and keeps them here"
     local what = view.new_file and "new file"
       or view.original_owned and "on disk"
-      or view.unsaved and unsaved
+      or view.unsaved and "%#GeminiDiffWarning#your buffer, unsaved changes: accepting writes the proposal to disk and keeps them here"
       or "your buffer"
-    vim.wo[view.original_win].winbar = "%#GeminiDiffTitle# Current: " .. name .. " %#GeminiDiffHint#(" .. what .. ")"
+    vim.wo[view.original_win].winbar = "%#GeminiDiffTitle# Current: " .. name .. " %#GeminiDiffHint#%<(" .. what .. ")"
   end
 end
 

@@ -1,0 +1,217 @@
+"""Diff review benchmark (issue 4).
+
+Prints, over several runs against a real Neovim:
+- ``openDiff`` to visible tab, for a 1 MB and a 10 MB file (targets: under 50 ms and
+  under 500 ms): from the MCP ``tools/call`` being sent to the first complete redraw
+  (``flush``) of an attached UI that shows the diff tab's winbar, so it includes the
+  transfer, both buffers, diff mode, the diff itself and drawing the screen. The
+  tool's own answer (sent once the view is open) is printed beside it;
+- ``:GeminiAccept`` to the real client's ``openDiff`` promise resolving (target under
+  10 ms): Neovim's wall clock when the command starts to the ``IdeClient``'s
+  (``@google/gemini-cli-core``) when the promise resolves, for a small and a 1 MB
+  file.
+
+Run: .venv/bin/python bench/diff.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from harness import Nvim, Sandbox, register_remote_plugin, wait_for
+from ide_client import IdeClientProcess, base_env, ensure_interop_packages, nvim_job_env
+from mcp_client import SyncMcpConnection, mcp_client
+
+FUNCTION = '''def compute_{n}(alpha, beta, gamma):
+    """Return a value derived from the three inputs ({n})."""
+    total = alpha + beta * gamma
+    if total > {n}:
+        total -= {n}
+    values = [total, alpha, beta, gamma]
+    return sum(values) / len(values)
+
+'''
+
+
+def make_text(size: int) -> str:
+    """Python source of about ``size`` bytes: small functions, as real files have."""
+    parts: list[str] = []
+    total = 0
+    n = 0
+    while total < size:
+        part = FUNCTION.format(n=n)
+        parts.append(part)
+        total += len(part)
+        n += 1
+    return "".join(parts)
+
+
+def propose(text: str) -> str:
+    """The same text with a few lines changed near the start, middle and end."""
+    lines = text.splitlines(keepends=True)
+    for index in (3, len(lines) // 2, len(lines) - 3):
+        lines[index] = "    result = 42  # changed by the agent\n"
+    return "".join(lines)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def summary(values: list[float]) -> str:
+    return (
+        f"median {statistics.median(values):7.1f} ms  p90 {percentile(values, 0.9):7.1f} ms"
+        f"  (n={len(values)})"
+    )
+
+
+@contextmanager
+def companion(root: Path, manifest: Path, name: str) -> Iterator[tuple[Nvim, str]]:
+    sandbox = Sandbox.create(root / name, manifest)
+    nvim = Nvim(sandbox)
+    try:
+        state = nvim.wait_running()
+        token = json.loads(Path(state["discovery_file"]).read_text())["authToken"]
+        yield nvim, token
+    finally:
+        nvim.close()
+
+
+def open_to_visible(
+    nvim: Nvim, conn: SyncMcpConnection, path: Path, content: str
+) -> tuple[float, float]:
+    """(ms to the first flush showing the diff tab, ms to the tool's answer)."""
+    answer: dict[str, Any] = {}
+
+    def call() -> None:
+        answer["result"] = conn.call_tool(
+            "openDiff", {"filePath": str(path), "newContent": content}
+        )
+        answer["at"] = time.perf_counter()
+
+    thread = threading.Thread(target=call)
+    # next_message() blocks: if the tab never shows, fail loudly instead of hanging.
+    watchdog = threading.Timer(
+        60, lambda: (print("no diff tab drawn in 60 s", flush=True), os._exit(1))
+    )
+    watchdog.start()
+    start = time.perf_counter()
+    thread.start()
+    seen = False
+    visible = None
+    while visible is None:
+        message = nvim.api.next_message()
+        if message is None or message[1] != "redraw":
+            continue
+        for event in message[2]:
+            if event[0] == "grid_line" and not seen:
+                for args in event[1:]:
+                    if "Proposed:" in "".join(cell[0] for cell in args[3]):
+                        seen = True
+            elif event[0] == "flush" and seen:
+                visible = (time.perf_counter() - start) * 1000
+    watchdog.cancel()
+    thread.join(30)
+    result = answer.get("result")
+    if not result or result.get("isError"):
+        raise RuntimeError(f"openDiff failed: {result}")
+    return visible, (answer["at"] - start) * 1000
+
+
+def bench_open(root: Path, manifest: Path, runs: int) -> None:
+    for size, label in ((1 << 20, "1 MB"), (10 << 20, "10 MB")):
+        with companion(root, manifest, f"open-{size}") as (nvim, token):
+            path = nvim.sandbox.root / "big.py"
+            text = make_text(size)
+            path.write_text(text)
+            proposal = propose(text)
+            nvim.api.ui_attach(160, 50, rgb=True, ext_linegrid=True)
+            visible: list[float] = []
+            answered: list[float] = []
+            state = nvim.state()
+            with mcp_client(state["port"], token) as conn:
+                for run in range(runs + 1):
+                    shown, answer = open_to_visible(nvim, conn, path, proposal)
+                    if run:  # the first run loads the modules and filetype plugins
+                        visible.append(shown)
+                        answered.append(answer)
+                    nvim.api.command("GeminiReject")
+                    conn.next_notification("ide/diffRejected")
+            print(f"openDiff -> visible tab, {label:>5}:   {summary(visible)}")
+            print(f"openDiff -> tool answer,  {label:>5}:   {summary(answered)}")
+
+
+def bench_accept(root: Path, manifest: Path, runs: int) -> None:
+    ensure_interop_packages()
+    with companion(root, manifest, "accept") as (nvim, _token):
+        env = nvim_job_env(
+            nvim.state()["env"], {**base_env(), "TMPDIR": nvim.sandbox.env["TMPDIR"]}
+        )
+        client = IdeClientProcess(env, nvim.sandbox.root)
+        try:
+            if client.connect()["status"] != "connected":
+                raise RuntimeError("IdeClient did not connect")
+            for size, label in ((2000, "2 KB"), (1 << 20, "1 MB")):
+                path = nvim.sandbox.root / f"accept-{size}.py"
+                text = make_text(size)
+                path.write_text(text)
+                latencies: list[float] = []
+                for run in range(runs + 1):
+                    client.send(
+                        cmd="openDiff", filePath=str(path), newContent=propose(text), id=run
+                    )
+                    wait_for(
+                        lambda: nvim.lua("return #require('gemini_companion.diff').views()") == 1,
+                        30,
+                        "the diff view",
+                    )
+                    accepted_at = nvim.lua(
+                        "local s, us = vim.uv.gettimeofday(); vim.cmd('GeminiAccept')"
+                        "; return s * 1000 + us / 1000"
+                    )
+                    event = client.expect("diff", lambda e, r=run: e["id"] == r)
+                    if event["result"]["status"] != "accepted":
+                        raise RuntimeError(f"unexpected result {event}")
+                    wait_for(
+                        lambda: nvim.lua("return #require('gemini_companion.diff').views()") == 0,
+                        30,
+                        "the diff tab to close",
+                    )
+                    if run:
+                        latencies.append(event["tHr"] - accepted_at)
+                print(f":GeminiAccept -> openDiff resolved, {label:>4}: {summary(latencies)}")
+        finally:
+            client.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="gemini-diff-bench-"))
+    try:
+        manifest = root / "rplugin.vim"
+        register_remote_plugin(Sandbox.create(root / "manifest", manifest))
+        bench_open(root, manifest, args.runs)
+        bench_accept(root, manifest, args.runs)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
