@@ -128,8 +128,11 @@ local function make_on_timer(run)
   end
 end
 
+local update_time = vim.uv.update_time
+
 local function restart_timer()
   if timer and on_timer then
+    update_time()
     timer:start(debounce_ms, 0, on_timer)
   end
 end
@@ -137,6 +140,9 @@ end
 --- CursorMoved, CursorMovedI: the hot path. Keep it this small.
 local function on_cursor_moved()
   if current_is_file then -- only ever true while enabled, with the timer made
+    -- libuv counts from the time cached when this loop iteration began, which
+    -- can be milliseconds ago on a busy loop: the quiet time starts now.
+    update_time()
     timer:start(debounce_ms, 0, on_timer)
   end
 end
