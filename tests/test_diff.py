@@ -681,6 +681,46 @@ def test_a_second_open_diff_from_the_same_session_replaces_the_first_silently(
     assert conn.next_notification("ide/diffAccepted")["content"] == "two\n"
 
 
+def test_stopping_the_server_keeps_open_diffs_marked_and_a_restart_starts_afresh(
+    nvim: Nvim, target: Path
+) -> None:
+    with client_of(nvim) as conn:
+        ok(open_diff(conn, target, "before stop\n"))
+        nvim.api.command("GeminiCompanionStop")
+        wait_for(lambda: views(nvim)[0]["state"] == "orphaned", 10, "the diff to be orphaned")
+    nvim.start()
+    other = nvim.sandbox.root / "other.txt"
+    with client_of(nvim) as conn:
+        ok(open_diff(conn, other, "after restart\n"))
+        by_path = {v["file_path"]: v for v in wait_views(nvim, 2)}
+        assert by_path[str(target)]["state"] == "orphaned"
+        assert by_path[str(other)]["state"] == "open"
+        assert by_path[str(target)]["id"] != by_path[str(other)]["id"]
+        nvim.api.command("GeminiAccept")  # in the new diff's tab
+        assert conn.next_notification("ide/diffAccepted")["content"] == "after restart\n"
+    [left] = views(nvim)
+    assert left["file_path"] == str(target)
+
+
+def test_a_view_that_fails_to_open_is_an_error_and_leaves_nothing_behind(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    snapshot = "return {#vim.api.nvim_list_tabpages(), #vim.api.nvim_list_bufs()}"
+    before = nvim.lua(snapshot)
+    nvim.lua(
+        "vim.api.nvim_create_autocmd('TabNew', {once = true,"
+        " callback = function() error('a broken TabNew handler') end})"
+    )
+    result = conn.call_tool("openDiff", {"filePath": str(target), "newContent": "x\n"})
+    assert result["isError"] is True
+    assert "a broken TabNew handler" in result["content"][0]["text"]
+    assert nvim.lua(snapshot) == before
+    assert views(nvim) == []
+    ok(open_diff(conn, target, "x\n"))  # and the next one works
+    nvim.api.command("GeminiAccept")
+    assert conn.next_notification("ide/diffAccepted")["content"] == "x\n"
+
+
 def test_commands_without_an_open_diff_say_so(nvim: Nvim) -> None:
     nvim.api.command("GeminiAccept")
     nvim.api.command("GeminiReject")

@@ -270,6 +270,18 @@ local function map_keys(view, buf)
   end
 end
 
+--- Set the filetype for highlighting; a failing filetype plugin does not stop the diff.
+---@param buf integer
+---@param filetype string
+local function set_filetype(buf, filetype)
+  local ok, err = pcall(function()
+    vim.bo[buf].filetype = filetype
+  end)
+  if not ok then
+    notify(("filetype %s failed in the diff view: %s"):format(filetype, err), vim.log.levels.WARN)
+  end
+end
+
 ---@param path string
 ---@param filetype string?
 ---@return integer buf
@@ -300,7 +312,7 @@ local function disk_copy(path, filetype)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
   if filetype then
-    vim.bo[buf].filetype = filetype
+    set_filetype(buf, filetype)
   end
   return buf, new_file
 end
@@ -313,10 +325,10 @@ end
 ---@field fileformat string
 ---@field session string
 
---- Open the view (called by diff.py). Errors propagate to the CLI as isError.
 ---@param spec gemini_companion.DiffSpec
----@return boolean
-function M._open(spec)
+---@param created { bufs: integer[], tabs_before?: integer[], bufs_before?: integer[] } what to undo if opening fails
+---@return gemini_companion.DiffView
+local function open_view(spec, created)
   local path = spec.file_path
   for _, view in pairs(views) do
     if view.file_path == path then -- a view left by a CLI that is gone
@@ -327,6 +339,7 @@ function M._open(spec)
   local filetype = vim.filetype.match({ filename = path })
 
   local proposal = api.nvim_create_buf(false, true)
+  created.bufs[#created.bufs + 1] = proposal
   local bo = vim.bo[proposal]
   bo.buftype = "acwrite"
   bo.bufhidden = "wipe"
@@ -344,7 +357,7 @@ function M._open(spec)
   end
   api.nvim_buf_set_name(proposal, name)
   if filetype then
-    bo.filetype = filetype
+    set_filetype(proposal, filetype)
   end
   bo.modified = false
 
@@ -352,9 +365,12 @@ function M._open(spec)
   local original, owned, new_file = target, false, false
   if not original then
     original, new_file = disk_copy(path, filetype)
+    created.bufs[#created.bufs + 1] = original
     owned = true
   end
 
+  created.tabs_before = api.nvim_list_tabpages()
+  created.bufs_before = api.nvim_list_bufs()
   vim.cmd("tabnew")
   local tab = api.nvim_get_current_tabpage()
   local original_win = api.nvim_get_current_win()
@@ -433,21 +449,68 @@ function M._open(spec)
     pcall(vim.cmd, "keepjumps normal! ]c")
   end
 
-  api.nvim_exec_autocmds("User", {
-    pattern = "GeminiDiffOpened",
-    modeline = false,
-    data = {
-      id = view.id,
-      file_path = path,
-      session = view.session,
-      tab = tab,
-      proposal_buf = proposal,
-      original_buf = original,
-      unsaved = view.unsaved,
-      new_file = new_file,
-    },
-  })
-  return true
+  return view
+end
+
+--- Open the view (called by diff.py). An error reaches the CLI as isError, with
+--- whatever was half made undone.
+---@param spec gemini_companion.DiffSpec
+---@return boolean
+function M._open(spec)
+  local created = { bufs = {} }
+  local ok, err = pcall(open_view, spec, created)
+  if ok then
+    local view = err --[[@as gemini_companion.DiffView]]
+    local fired, event_err = pcall(api.nvim_exec_autocmds, "User", {
+      pattern = "GeminiDiffOpened",
+      modeline = false,
+      data = {
+        id = view.id,
+        file_path = view.file_path,
+        session = view.session,
+        tab = view.tab,
+        proposal_buf = view.proposal,
+        original_buf = view.original,
+        unsaved = view.unsaved,
+        new_file = view.new_file,
+      },
+    })
+    if not fired then -- another plugin's handler failed: the diff itself is fine
+      notify("GeminiDiffOpened handler failed: " .. tostring(event_err), vim.log.levels.ERROR)
+    end
+    return true
+  end
+  local view = views[spec.id]
+  if view then
+    view.state = "closed"
+    views[spec.id] = nil
+  end
+  local function new_since(before, now)
+    local old = {}
+    for _, h in ipairs(before or now) do
+      old[h] = true
+    end
+    return vim.tbl_filter(function(h)
+      return not old[h]
+    end, now)
+  end
+  for _, tab in ipairs(new_since(created.tabs_before, api.nvim_list_tabpages())) do
+    for _, win in ipairs(api.nvim_tabpage_list_wins(tab)) do
+      pcall(api.nvim_win_close, win, true)
+    end
+  end
+  -- Ours, and the empty buffer :tabnew made.
+  local doomed = new_since(created.bufs_before, api.nvim_list_bufs())
+  vim.list_extend(doomed, created.bufs)
+  for _, buf in ipairs(doomed) do
+    if
+      api.nvim_buf_is_valid(buf)
+      and (vim.tbl_contains(created.bufs, buf) or api.nvim_buf_get_name(buf) == "" and not vim.bo[buf].modified)
+    then
+      pcall(api.nvim_buf_delete, buf, { force = true })
+    end
+  end
+  error(err, 0)
 end
 
 --- Accept the proposal: send its text, user's edits included; the CLI writes the file.

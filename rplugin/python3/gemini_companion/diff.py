@@ -39,6 +39,11 @@ _ORPHAN = "return require('gemini_companion.diff')._orphan(...)"
 _ACCEPT_FAILED = "return require('gemini_companion.diff')._accept_failed(...)"
 
 
+# Ids are unique for the life of the host, across server restarts: a view left
+# open (orphaned) by a stopped server must never share an id with a new diff.
+_diff_ids = itertools.count(1)
+
+
 class BadRequestError(ValueError):
     """A tool call the companion refuses, with the text the CLI gets."""
 
@@ -109,7 +114,6 @@ class DiffController:
     def __init__(self, editor: Editor, notify: Notifier) -> None:
         self._editor = editor
         self._notify = notify
-        self._ids = itertools.count(1)
         self._by_path: dict[str, DiffSession] = {}
         self._by_id: dict[int, DiffSession] = {}
 
@@ -159,7 +163,7 @@ class DiffController:
             # for this filePath would be taken as the answer to the new diff.
             self._drop(current)
             await self._lua(_CLOSE, current.id, "replaced")
-        diff = DiffSession(next(self._ids), session_id, path, content)
+        diff = DiffSession(next(_diff_ids), session_id, path, content)
         buffer = to_buffer(content)
         self._add(diff)
         spec = {
