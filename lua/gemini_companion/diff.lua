@@ -270,6 +270,31 @@ local function map_keys(view, buf)
   end
 end
 
+--- Lines of `text`, split at "\n". The text crosses the RPC channel as one string and
+--- is split here: much faster than a list of lines for big files.
+---@param text string
+---@return string[]
+local function split_lines(text)
+  local lines, n, pos = {}, 0, 1
+  local find, sub = string.find, string.sub
+  while true do
+    local nl = find(text, "\n", pos, true)
+    n = n + 1
+    if not nl then
+      lines[n] = sub(text, pos)
+      return lines
+    end
+    lines[n] = sub(text, pos, nl - 1)
+    pos = nl + 1
+  end
+end
+
+---@param buf integer
+---@return string
+local function buffer_body(buf)
+  return table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
 --- Set the filetype for highlighting; a failing filetype plugin does not stop the diff.
 ---@param buf integer
 ---@param filetype string
@@ -320,7 +345,7 @@ end
 ---@class gemini_companion.DiffSpec
 ---@field id integer
 ---@field file_path string
----@field lines string[]
+---@field text string the lines joined by "\n"
 ---@field eol boolean
 ---@field fileformat string
 ---@field session string
@@ -348,7 +373,7 @@ local function open_view(spec, created)
   bo.fixeol = false
   bo.fileformat = spec.fileformat
   bo.eol = spec.eol
-  api.nvim_buf_set_lines(proposal, 0, -1, false, spec.lines)
+  api.nvim_buf_set_lines(proposal, 0, -1, false, split_lines(spec.text))
   bo.undolevels = -123456 -- back to the global value
   local name = "gemini://diff" .. path
   local stale = vim.fn.bufnr("^" .. vim.fn.escape(name, "\\/.*$^~[]") .. "$")
@@ -537,8 +562,8 @@ function M.accept(id)
   end
   view.state = "accepting"
   local bo = vim.bo[view.proposal]
-  local lines = api.nvim_buf_get_lines(view.proposal, 0, -1, false)
-  require("gemini_companion.host").notify("gemini_companion_diff_accept", view.id, lines, bo.eol, bo.fileformat)
+  local body = buffer_body(view.proposal)
+  require("gemini_companion.host").notify("gemini_companion_diff_accept", view.id, body, bo.eol, bo.fileformat)
   bo.modified = false
 end
 
@@ -585,10 +610,10 @@ function M._finish(id, result)
 end
 
 --- Called by diff.py for closeDiff (and when a diff is replaced): close without an
---- answer and return the proposal's text as lines, 'eol' and 'fileformat'.
+--- answer and return the proposal's lines (joined by "\n"), 'eol' and 'fileformat'.
 ---@param id integer
 ---@param result string
----@return { lines: string[], eol: boolean, fileformat: string }?
+---@return { text: string, eol: boolean, fileformat: string }?
 function M._close(id, result)
   local view = views[id]
   if not view then
@@ -598,7 +623,7 @@ function M._close(id, result)
   if api.nvim_buf_is_valid(view.proposal) then
     local bo = vim.bo[view.proposal]
     content = {
-      lines = api.nvim_buf_get_lines(view.proposal, 0, -1, false),
+      text = buffer_body(view.proposal),
       eol = bo.eol,
       fileformat = bo.fileformat,
     }

@@ -120,8 +120,8 @@ class GeminiCompanionPlugin:
             companion.context_event(kind, args)
 
     @pynvim.rpc_export("gemini_companion_diff_accept")
-    def diff_accept(self, diff_id: int, lines: Sequence[str], eol: bool, fileformat: str) -> None:
-        self._companion.diff_accepted(diff_id, lines, eol, fileformat)
+    def diff_accept(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
+        self._companion.diff_accepted(diff_id, body, eol, fileformat)
 
     @pynvim.rpc_export("gemini_companion_diff_reject")
     def diff_reject(self, diff_id: int) -> None:

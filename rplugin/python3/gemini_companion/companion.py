@@ -259,10 +259,10 @@ class Companion:
 
     # -- the user's answers to a diff (called on the host thread) -------------------
 
-    def diff_accepted(self, diff_id: int, lines: Sequence[str], eol: bool, fileformat: str) -> None:
+    def diff_accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
         server, diffs = self._server, self._diffs
         if server is not None and diffs is not None:
-            server.spawn(lambda: diffs.accepted(diff_id, lines, eol, fileformat))
+            server.spawn(lambda: diffs.accepted(diff_id, body, eol, fileformat))
 
     def diff_rejected(self, diff_id: int) -> None:
         server, diffs = self._server, self._diffs

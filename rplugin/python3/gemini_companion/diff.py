@@ -20,13 +20,13 @@ import itertools
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .editor import Editor
 from .server import ToolResult
-from .text import InvalidTextError, check_text, from_buffer, to_buffer
+from .text import InvalidTextError, check_text, from_body, to_buffer
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ class DiffController:
         spec = {
             "id": diff.id,
             "file_path": path,
-            "lines": buffer.lines,
+            "text": buffer.body,
             "eol": buffer.eol,
             "fileformat": buffer.fileformat,
             "session": session_id,
@@ -202,21 +202,20 @@ class DiffController:
             view = None
         if isinstance(view, Mapping):
             text = _replace_invalid(
-                from_buffer(list(view["lines"]), bool(view["eol"]), str(view["fileformat"]))
+                from_body(str(view["text"]), bool(view["eol"]), str(view["fileformat"]))
             )
         log.info("diff %d closed by the CLI", diff.id)
         return ToolResult((json.dumps({"content": text}, ensure_ascii=False),))
 
     # -- the user's answers ------------------------------------------------------------
 
-    async def accepted(
-        self, diff_id: int, lines: Sequence[str], eol: bool, fileformat: str
-    ) -> None:
+    async def accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
+        """The user accepted: ``body`` is the proposal's lines joined by newlines."""
         diff = self._by_id.get(diff_id)
         if diff is None:  # closed by closeDiff meanwhile, or its CLI is gone
             self._lua_later(_FINISH, diff_id, "closed")
             return
-        text = from_buffer(list(lines), eol, fileformat)
+        text = from_body(body, eol, fileformat)
         try:
             check_text(text)
         except InvalidTextError as exc:

@@ -23,9 +23,16 @@ class InvalidTextError(ValueError):
 
 @dataclass(frozen=True)
 class BufferText:
-    lines: list[str]
+    """A buffer's content: its lines joined with ``\\n`` (one string crosses the RPC
+    channel much faster than a list of lines), ``'eol'`` and ``'fileformat'``."""
+
+    body: str
     eol: bool
     fileformat: str = UNIX
+
+    @property
+    def lines(self) -> list[str]:
+        return self.body.split("\n")
 
 
 def check_text(text: str) -> None:
@@ -49,28 +56,31 @@ def check_text(text: str) -> None:
 
 
 def to_buffer(text: str) -> BufferText:
-    """Split ``text`` into the lines, ``'eol'`` and ``'fileformat'`` of a buffer."""
-    lines = text.split("\n")
-    eol = len(lines) > 1 and lines[-1] == ""
-    if eol:
-        lines.pop()
-    if "\r" not in text:
-        return BufferText(lines, eol, UNIX)
-    # dos when every line that has an ending (all but an unterminated last one) ends in CR
-    ended = lines if eol else lines[:-1]
-    if ended and all(line.endswith("\r") for line in ended):
+    """The body (lines joined by ``\\n``), ``'eol'`` and ``'fileformat'`` of ``text``."""
+    eol = text.endswith("\n")
+    body = text[:-1] if eol else text
+    endings = text.count("\n")
+    # dos when every line ending is CRLF ("\r\n" cannot overlap itself)
+    if endings and text.count("\r\n") == endings:
         if eol:
-            lines = [line[:-1] for line in lines]
-        else:
-            lines = [line[:-1] for line in lines[:-1]] + [lines[-1]]
-        return BufferText(lines, eol, DOS)
-    return BufferText(lines, eol, UNIX)
+            body = body[:-1]  # the CR of the last CRLF
+        return BufferText(body.replace("\r\n", "\n"), eol, DOS)
+    return BufferText(body, eol, UNIX)
+
+
+def from_body(body: str, eol: bool, fileformat: str = UNIX) -> str:
+    """The bytes Neovim would write, with ``'fixeol'`` off, for the lines in ``body``."""
+    if fileformat == DOS:
+        separator = "\r\n"
+    elif fileformat == "mac":
+        separator = "\r"
+    else:
+        separator = "\n"
+    if separator != "\n":
+        body = body.replace("\n", separator)
+    return body + separator if eol else body
 
 
 def from_buffer(lines: list[str], eol: bool, fileformat: str = UNIX) -> str:
-    """The bytes Neovim would write for these lines with ``'fixeol'`` off, as text."""
-    if not lines:  # an API quirk; an empty buffer still has one line
-        lines = [""]
-    separator = "\r\n" if fileformat == DOS else "\r" if fileformat == "mac" else "\n"
-    text = separator.join(lines)
-    return text + separator if eol else text
+    """:func:`from_body` for a list of lines (an empty list is one empty line)."""
+    return from_body("\n".join(lines), eol, fileformat)
