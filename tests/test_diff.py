@@ -696,7 +696,8 @@ def test_stopping_the_server_keeps_open_diffs_marked_and_a_restart_starts_afresh
         assert by_path[str(target)]["state"] == "orphaned"
         assert by_path[str(other)]["state"] == "open"
         assert by_path[str(target)]["id"] != by_path[str(other)]["id"]
-        nvim.api.command("GeminiAccept")  # in the new diff's tab
+        nvim.api.command("tabfirst")  # outside both diff tabs: the live one is meant
+        nvim.api.command("GeminiAccept")
         assert conn.next_notification("ide/diffAccepted")["content"] == "after restart\n"
     [left] = views(nvim)
     assert left["file_path"] == str(target)

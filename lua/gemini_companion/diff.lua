@@ -77,23 +77,30 @@ local function buffer_text(buf)
   return table.concat(lines, sep) .. (vim.bo[buf].eol and sep or "")
 end
 
---- The view of the current tab, else the only open view.
+--- The view of the current tab, else the only one still waiting for an answer
+--- (views of disconnected CLIs aside), else the only one.
 ---@return gemini_companion.DiffView?
 ---@return string? error
 local function current_view()
   local tab = api.nvim_get_current_tabpage()
   local buf = api.nvim_get_current_buf()
-  local only, count = nil, 0
+  local all, live = {}, {}
   for _, view in pairs(views) do
     if view.tab == tab or view.proposal == buf then
       return view
     end
-    only, count = view, count + 1
+    all[#all + 1] = view
+    if view.state ~= "orphaned" then
+      live[#live + 1] = view
+    end
   end
-  if count == 1 then
-    return only
+  if #live == 1 then
+    return live[1]
   end
-  if count == 0 then
+  if #all == 1 then
+    return all[1]
+  end
+  if #all == 0 then
     return nil, "no Gemini diff is open"
   end
   return nil, "several Gemini diffs are open: run this in the tab of the one you mean"
@@ -239,7 +246,6 @@ function M.reload_when_written(path)
         )
       end
     end
-    M._reloads = (M._reloads or 0) + 1
     deadline:start(2000, 0, stop) -- a little longer, for a write in several steps
   end
   local ok = pcall(watcher.start, watcher, vim.fs.dirname(path), {}, function(err, file)
