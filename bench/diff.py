@@ -5,7 +5,9 @@ Prints, over several runs against a real Neovim:
   under 500 ms): from the MCP ``tools/call`` being sent to the first complete redraw
   (``flush``) of an attached UI that shows the diff tab's winbar, so it includes the
   transfer, both buffers, diff mode, the diff itself and drawing the screen. The
-  tool's own answer (sent once the view is open) is printed beside it;
+  tool's own answer (sent once the view is open) is printed beside it, and the
+  same measure with the real ``IdeClient`` asking (from the moment its command is
+  written to the driver's stdin, so it includes piping the text to Node);
 - ``:GeminiAccept`` to the real client's ``openDiff`` promise resolving (target under
   10 ms): Neovim's wall clock when the command starts to the ``IdeClient``'s
   (``@google/gemini-cli-core``) when the promise resolves, for a small and a 1 MB
@@ -92,6 +94,39 @@ def companion(root: Path, manifest: Path, name: str) -> Iterator[tuple[Nvim, str
         nvim.close()
 
 
+def drain_ui(nvim: Nvim) -> None:
+    """Consume the redraws already queued (an earlier diff's), up to a marker."""
+    channel = nvim.api.channel_id
+    nvim.api.command("redraw")
+    nvim.lua("vim.rpcnotify(..., 'bench_marker')", channel)
+    while True:
+        message = nvim.api.next_message()
+        if message is not None and message[1] == "bench_marker":
+            return
+
+
+def wait_visible(nvim: Nvim, start: float) -> float:
+    """Read the UI's redraws until a flush shows the diff tab; ms since ``start``."""
+    # next_message() blocks: if the tab never shows, fail loudly instead of hanging.
+    watchdog = threading.Timer(
+        60, lambda: (print("no diff tab drawn in 60 s", flush=True), os._exit(1))
+    )
+    watchdog.start()
+    seen = False
+    while True:
+        message = nvim.api.next_message()
+        if message is None or message[1] != "redraw":
+            continue
+        for event in message[2]:
+            if event[0] == "grid_line" and not seen:
+                for args in event[1:]:
+                    if "Proposed:" in "".join(cell[0] for cell in args[3]):
+                        seen = True
+            elif event[0] == "flush" and seen:
+                watchdog.cancel()
+                return (time.perf_counter() - start) * 1000
+
+
 def open_to_visible(
     nvim: Nvim, conn: SyncMcpConnection, path: Path, content: str
 ) -> tuple[float, float]:
@@ -105,27 +140,9 @@ def open_to_visible(
         answer["at"] = time.perf_counter()
 
     thread = threading.Thread(target=call)
-    # next_message() blocks: if the tab never shows, fail loudly instead of hanging.
-    watchdog = threading.Timer(
-        60, lambda: (print("no diff tab drawn in 60 s", flush=True), os._exit(1))
-    )
-    watchdog.start()
     start = time.perf_counter()
     thread.start()
-    seen = False
-    visible = None
-    while visible is None:
-        message = nvim.api.next_message()
-        if message is None or message[1] != "redraw":
-            continue
-        for event in message[2]:
-            if event[0] == "grid_line" and not seen:
-                for args in event[1:]:
-                    if "Proposed:" in "".join(cell[0] for cell in args[3]):
-                        seen = True
-            elif event[0] == "flush" and seen:
-                visible = (time.perf_counter() - start) * 1000
-    watchdog.cancel()
+    visible = wait_visible(nvim, start)
     thread.join(30)
     result = answer.get("result")
     if not result or result.get("isError"):
@@ -146,6 +163,7 @@ def bench_open(root: Path, manifest: Path, runs: int) -> None:
             state = nvim.state()
             with mcp_client(state["port"], token) as conn:
                 for run in range(runs + 1):
+                    drain_ui(nvim)
                     shown, answer = open_to_visible(nvim, conn, path, proposal)
                     if run:  # the first run loads the modules and filetype plugins
                         visible.append(shown)
@@ -154,6 +172,38 @@ def bench_open(root: Path, manifest: Path, runs: int) -> None:
                     conn.next_notification("ide/diffRejected")
             print(f"openDiff -> visible tab, {label:>5}:   {summary(visible)}")
             print(f"openDiff -> tool answer,  {label:>5}:   {summary(answered)}")
+
+
+def bench_open_real_client(root: Path, manifest: Path, runs: int) -> None:
+    """The same, with the real IdeClient asking (from the command written to its stdin)."""
+    ensure_interop_packages()
+    for size, label in ((1 << 20, "1 MB"), (10 << 20, "10 MB")):
+        with companion(root, manifest, f"open-real-{size}") as (nvim, _token):
+            env = nvim_job_env(
+                nvim.state()["env"], {**base_env(), "TMPDIR": nvim.sandbox.env["TMPDIR"]}
+            )
+            client = IdeClientProcess(env, nvim.sandbox.root)
+            try:
+                if client.connect()["status"] != "connected":
+                    raise RuntimeError("IdeClient did not connect")
+                path = nvim.sandbox.root / "big.py"
+                text = make_text(size)
+                path.write_text(text)
+                proposal = propose(text)
+                nvim.api.ui_attach(160, 50, rgb=True, ext_linegrid=True)
+                visible: list[float] = []
+                for run in range(runs + 1):
+                    drain_ui(nvim)
+                    start = time.perf_counter()
+                    client.send(cmd="openDiff", filePath=str(path), newContent=proposal, id=run)
+                    shown = wait_visible(nvim, start)
+                    if run:
+                        visible.append(shown)
+                    nvim.api.command("GeminiReject")
+                    client.expect("diff", lambda e, r=run: e["id"] == r)
+                print(f"openDiff -> visible tab, {label:>5}, IdeClient: {summary(visible)}")
+            finally:
+                client.close()
 
 
 def bench_accept(root: Path, manifest: Path, runs: int) -> None:
@@ -208,6 +258,7 @@ def main() -> None:
         manifest = root / "rplugin.vim"
         register_remote_plugin(Sandbox.create(root / "manifest", manifest))
         bench_open(root, manifest, args.runs)
+        bench_open_real_client(root, manifest, args.runs)
         bench_accept(root, manifest, args.runs)
     finally:
         shutil.rmtree(root, ignore_errors=True)
