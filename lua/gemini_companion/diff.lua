@@ -650,6 +650,9 @@ function M._orphan(id)
     teardown(view, "disconnected")
     return
   end
+  if view.state == "accepting" then
+    vim.bo[view.proposal].modified = true -- its text was not sent: protect it from :q
+  end
   view.state = "orphaned"
   set_winbars(view)
   notify(

@@ -212,8 +212,10 @@ class DiffController:
     async def accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
         """The user accepted: ``body`` is the proposal's lines joined by newlines."""
         diff = self._by_id.get(diff_id)
-        if diff is None:  # closed by closeDiff meanwhile, or its CLI is gone
-            self._lua_later(_FINISH, diff_id, "closed")
+        if diff is None:
+            # Closed by closeDiff meanwhile (the view is gone: nothing happens), or its
+            # CLI went away: keep the view, marked, with the text that was not sent.
+            self._lua_later(_ORPHAN, diff_id)
             return
         text = from_body(body, eol, fileformat)
         try:
@@ -254,7 +256,6 @@ class DiffController:
             self._drop(diff)
             log.info("diff %d orphaned: CLI session %s disconnected", diff.id, session_id)
             self._lua_later(_ORPHAN, diff.id)
-        # No message here: the view's own mark says it, once per diff.
 
     def orphan_all(self) -> None:
         for diff in list(self._by_id.values()):
