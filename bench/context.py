@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -32,7 +31,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "rplugin" / "python3")]
 import httpx2  # noqa: E402
 from gemini_companion.context import ContextTracker  # noqa: E402
 from harness import Nvim, Sandbox, register_remote_plugin, wait_for  # noqa: E402
-from mcp_client import SyncMcpConnection, mcp_client  # noqa: E402
+from mcp_client import SyncMcpConnection, mcp_client, open_raw_session  # noqa: E402
 
 UPDATE = "ide/contextUpdate"
 ENABLE = (
@@ -92,10 +91,6 @@ end)
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def token(nvim: Nvim) -> str:
-    return str(json.loads(Path(nvim.state()["discovery_file"]).read_text())["authToken"])
 
 
 def active(params: dict[str, Any]) -> dict[str, Any]:
@@ -242,31 +237,11 @@ def bench_keys(nvim: Nvim, moves: int, rounds: int) -> dict[str, float]:
 
 def bench_snapshot(nvim: Nvim, runs: int) -> list[float]:
     """From the GET stream's response headers to its first ide/contextUpdate event."""
-    port, auth = nvim.state()["port"], token(nvim)
-    url = f"http://127.0.0.1:{port}/mcp"
-    headers = {
-        "Authorization": f"Bearer {auth}",
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-    }
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "0"},
-        },
-    }
+    url = f"http://127.0.0.1:{nvim.state()['port']}/mcp"
     times = []
     with httpx2.Client(timeout=10) as http:
         for _ in range(runs):
-            response = http.post(url, content=json.dumps(init), headers=headers)
-            session = response.headers["mcp-session-id"]
-            with_session = {**headers, "mcp-session-id": session}
-            note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            http.post(url, content=note, headers=with_session)
+            with_session = open_raw_session(http, url, nvim.token(), "bench")
             get_headers = {**with_session, "Accept": "text/event-stream"}
             with http.stream("GET", url, headers=get_headers) as stream:
                 opened = time.perf_counter()
@@ -283,7 +258,7 @@ def bench_connect(nvim: Nvim, runs: int) -> list[float]:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        with mcp_client(nvim.state()["port"], token(nvim)) as conn:
+        with mcp_client(nvim.state()["port"], nvim.token()) as conn:
             conn.next_notification(UPDATE, 5)
             times.append((time.perf_counter() - start) * 1000)
     return times
@@ -399,7 +374,7 @@ def main() -> None:
         nvim = Nvim(sandbox)
         try:
             nvim.wait_running()
-            with mcp_client(nvim.state()["port"], token(nvim)) as conn:
+            with mcp_client(nvim.state()["port"], nvim.token()) as conn:
                 clock = ReceiptClock(conn)
                 conn.next_notification(UPDATE, 5)
                 nvim.api.command(f"edit {text}")
@@ -424,7 +399,7 @@ def main() -> None:
                 f"  median {statistics.median(build):.1f} us, p99 {percentile(build, 0.99):.1f} us"
                 "  (target < 1000)"
             )
-            with mcp_client(nvim.state()["port"], token(nvim)) as conn:
+            with mcp_client(nvim.state()["port"], nvim.token()) as conn:
                 clock = ReceiptClock(conn)
                 conn.next_notification(UPDATE, 5)
                 load, many = bench_many_buffers(

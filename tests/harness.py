@@ -182,6 +182,10 @@ class Nvim:
     def state(self) -> dict[str, Any]:
         return dict(self.lua("return require('gemini_companion.state').current"))
 
+    def token(self) -> str:
+        """The bearer token, from the running server's discovery file."""
+        return str(json.loads(Path(self.state()["discovery_file"]).read_text())["authToken"])
+
     def wait_running(self, timeout: float = 15) -> dict[str, Any]:
         return wait_for(
             lambda: (s := self.state()).get("running") and s, timeout, "the companion to run"

@@ -5,6 +5,7 @@ transport, with a thin JSON-RPC layer that keeps every server notification
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -16,6 +17,44 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
+
+PROTOCOL_VERSION = "2025-06-18"  # what Gemini CLI 0.61.0 asks for
+
+
+def initialize_request(client_name: str = "gemini-companion-tests") -> dict[str, Any]:
+    """An ``initialize`` request as Gemini CLI sends it (JSON-RPC id 1)."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": client_name, "version": "0"},
+        },
+    }
+
+
+def post_headers(token: str) -> dict[str, str]:
+    """Headers of a Streamable HTTP POST with the bearer token."""
+    return {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+
+
+def open_raw_session(
+    http: httpx2.Client, url: str, token: str, client_name: str = "raw"
+) -> dict[str, str]:
+    """``initialize`` and ``notifications/initialized`` over plain HTTP, for tests that
+    need to see the wire; returns the POST headers carrying the new session id."""
+    headers = post_headers(token)
+    response = http.post(url, content=json.dumps(initialize_request(client_name)), headers=headers)
+    headers["mcp-session-id"] = response.headers["mcp-session-id"]
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    http.post(url, content=note, headers=headers)
+    return headers
 
 
 class McpConnection:
@@ -85,14 +124,7 @@ async def mcp_connection(port: int, token: str) -> AsyncIterator[McpConnection]:
         conn = McpConnection(read, write)
         async with anyio.create_task_group() as tg:
             tg.start_soon(conn.reader)
-            await conn.request(
-                "initialize",
-                {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "gemini-companion-tests", "version": "0"},
-                },
-            )
+            await conn.request("initialize", initialize_request()["params"])
             await conn.notify("notifications/initialized")
             yield conn
             tg.cancel_scope.cancel()

@@ -258,14 +258,10 @@ def test_building_with_1000_buffers_takes_under_a_millisecond(tmp_path: Path) ->
 # -- the real plugin in a real Neovim ------------------------------------------------------
 
 
-def token(nvim: Nvim) -> str:
-    return str(json.loads(Path(nvim.state()["discovery_file"]).read_text())["authToken"])
-
-
 @contextmanager
 def client(nvim: Nvim) -> Iterator[SyncMcpConnection]:
     state = nvim.state()
-    with mcp_client(state["port"], token(nvim)) as conn:
+    with mcp_client(state["port"], nvim.token()) as conn:
         yield conn
 
 

@@ -19,7 +19,7 @@ from harness import INTEROP, Nvim, Sandbox, wait_for
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ide_client import IdeClientProcess, base_env, nvim_job_env
-from mcp_client import SyncMcpConnection, mcp_client
+from mcp_client import SyncMcpConnection, mcp_client, open_raw_session
 
 VIEWS = """
 return vim.tbl_map(function(v)
@@ -43,14 +43,10 @@ vim.notify = function(m, l, o) table.insert(_G.messages, {m, l}); return notify(
 """
 
 
-def token_of(nvim: Nvim) -> str:
-    return str(json.loads(Path(nvim.state()["discovery_file"]).read_text())["authToken"])
-
-
 @contextmanager
 def client_of(nvim: Nvim) -> Iterator[SyncMcpConnection]:
     state = nvim.state()
-    with mcp_client(state["port"], token_of(nvim)) as conn:
+    with mcp_client(state["port"], nvim.token()) as conn:
         yield conn
 
 
@@ -404,28 +400,9 @@ def test_bad_open_diff_input_is_an_error_and_leaves_neovim_untouched(
 
 def raw_tool_call(nvim: Nvim, name: str, arguments_json: str) -> dict[str, Any]:
     """A tools/call whose arguments are sent as given (raw JSON text): the JSON-RPC answer."""
-    port = nvim.state()["port"]
-    url = f"http://127.0.0.1:{port}/mcp"
-    headers = {
-        "Authorization": f"Bearer {token_of(nvim)}",
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-    }
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
+    url = f"http://127.0.0.1:{nvim.state()['port']}/mcp"
     with httpx2.Client(timeout=10) as http:
-        response = http.post(url, content=json.dumps(init), headers=headers)
-        headers["mcp-session-id"] = response.headers["mcp-session-id"]
-        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        http.post(url, content=json.dumps(note), headers=headers)
+        headers = open_raw_session(http, url, nvim.token())
         body = (
             '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": '
             + json.dumps(name)

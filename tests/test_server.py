@@ -15,7 +15,7 @@ import httpx2
 import pytest
 from harness import INTEROP, Nvim, Sandbox, wait_for
 from ide_client import DRIVER, IdeClientProcess, base_env, nvim_job_env
-from mcp_client import mcp_client, mcp_connection
+from mcp_client import initialize_request, mcp_client, mcp_connection, post_headers
 
 IDE_VARS = (
     "GEMINI_CLI_IDE_SERVER_PORT",
@@ -85,20 +85,8 @@ def test_mcp_client_initializes_pings_and_lists_the_diff_tools(nvim: Nvim) -> No
     assert anyio.run(scenario) == ["closeDiff", "openDiff"]
 
 
-def _initialize_body() -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-
-
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+_initialize_body = initialize_request
+ACCEPT = {k: v for k, v in post_headers("").items() if k != "Authorization"}
 
 
 def test_requests_are_refused_without_token_from_browsers_or_foreign_hosts(nvim: Nvim) -> None:
