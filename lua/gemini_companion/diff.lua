@@ -544,15 +544,26 @@ function M._open(spec)
   error(err, 0)
 end
 
---- Accept the proposal: send its text, user's edits included; the CLI writes the file.
----@param id? integer a view id; default: the view of the current tab
-function M.accept(id)
+--- The view `id` names, else the one :GeminiAccept/:GeminiReject mean here; warns
+--- when there is none.
+---@param id? integer
+---@return gemini_companion.DiffView?
+local function resolve_view(id)
   local view, err = views[id or -1], nil
   if not view then
     view, err = current_view()
   end
   if not view then
     notify(err or "no Gemini diff is open", vim.log.levels.WARN)
+  end
+  return view
+end
+
+--- Accept the proposal: send its text, user's edits included; the CLI writes the file.
+---@param id? integer a view id; default: the view of the current tab
+function M.accept(id)
+  local view = resolve_view(id)
+  if not view then
     return
   end
   if view.state == "orphaned" then
@@ -576,12 +587,8 @@ end
 --- Reject the proposal and close its tab.
 ---@param id? integer a view id; default: the view of the current tab
 function M.reject(id)
-  local view, err = views[id or -1], nil
+  local view = resolve_view(id)
   if not view then
-    view, err = current_view()
-  end
-  if not view then
-    notify(err or "no Gemini diff is open", vim.log.levels.WARN)
     return
   end
   if view.state == "accepting" or view.state == "closed" then
