@@ -35,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from harness import Nvim, Sandbox, register_remote_plugin, wait_for
-from ide_client import IdeClientProcess, base_env, ensure_interop_packages, nvim_job_env
+from ide_client import IdeClientProcess, ensure_interop_packages
 from mcp_client import SyncMcpConnection, mcp_client
 
 FUNCTION = '''def compute_{n}(alpha, beta, gamma):
@@ -179,9 +179,7 @@ def bench_open_real_client(root: Path, manifest: Path, runs: int) -> None:
     ensure_interop_packages()
     for size, label in ((1 << 20, "1 MB"), (10 << 20, "10 MB")):
         with companion(root, manifest, f"open-real-{size}") as (nvim, _token):
-            env = nvim_job_env(
-                nvim.state()["env"], {**base_env(), "TMPDIR": nvim.sandbox.env["TMPDIR"]}
-            )
+            env = nvim.job_env()
             client = IdeClientProcess(env, nvim.sandbox.root)
             try:
                 if client.connect()["status"] != "connected":
@@ -209,9 +207,7 @@ def bench_open_real_client(root: Path, manifest: Path, runs: int) -> None:
 def bench_accept(root: Path, manifest: Path, runs: int) -> None:
     ensure_interop_packages()
     with companion(root, manifest, "accept") as (nvim, _token):
-        env = nvim_job_env(
-            nvim.state()["env"], {**base_env(), "TMPDIR": nvim.sandbox.env["TMPDIR"]}
-        )
+        env = nvim.job_env()
         client = IdeClientProcess(env, nvim.sandbox.root)
         try:
             if client.connect()["status"] != "connected":

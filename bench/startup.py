@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import pynvim
 from harness import ROOT, Nvim, Sandbox, nvim_executable, register_remote_plugin, wait_for
-from ide_client import IdeClientProcess, base_env, ensure_interop_packages, nvim_job_env
+from ide_client import IdeClientProcess, ensure_interop_packages
 
 # Queued from init.lua, before any plugin code: a 2 ms vim.uv timer that queues a
 # vim.schedule callback and records how late it runs. A timer keeps firing while the
@@ -127,8 +127,8 @@ def connect_times(sandbox: Sandbox, runs: int) -> tuple[float, list[float]]:
     ensure_interop_packages()
     nvim = Nvim(sandbox, setup={"auto_start": True})
     try:
-        state = nvim.wait_running()
-        env = nvim_job_env(state["env"], {**base_env(), "TMPDIR": sandbox.env["TMPDIR"]})
+        nvim.wait_running()
+        env = nvim.job_env()
         client = IdeClientProcess(env, sandbox.root)
         try:
             first = client.connect()

@@ -182,6 +182,14 @@ class Nvim:
     def state(self) -> dict[str, Any]:
         return dict(self.lua("return require('gemini_companion.state').current"))
 
+    def job_env(self) -> dict[str, str]:
+        """The environment of a job this Neovim starts: the test's own (without IDE
+        variables from outside), the sandbox's TMPDIR and what the plugin exports."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}
+        env["TMPDIR"] = self.sandbox.env["TMPDIR"]
+        env.update(self.state()["env"])
+        return env
+
     def token(self) -> str:
         """The bearer token, from the running server's discovery file."""
         return str(json.loads(Path(self.state()["discovery_file"]).read_text())["authToken"])

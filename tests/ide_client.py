@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import queue
 import shutil
 import subprocess
@@ -39,13 +38,6 @@ def ensure_interop_packages() -> None:
         check=True,
         timeout=900,
     )
-
-
-def nvim_job_env(nvim_env: Mapping[str, str], base: Mapping[str, str]) -> dict[str, str]:
-    """The environment a job started by that Neovim sees (its exported variables)."""
-    env = dict(base)
-    env.update(nvim_env)
-    return env
 
 
 class IdeClientProcess:
@@ -123,8 +115,3 @@ class IdeClientProcess:
             except Exception:
                 self.proc.kill()
                 self.proc.wait(5)
-
-
-def base_env() -> dict[str, str]:
-    """A clean environment for Node: no IDE variables leaking from the machine."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("GEMINI_CLI_IDE_")}

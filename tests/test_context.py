@@ -20,7 +20,7 @@ from gemini_companion.context import (
 )
 from gemini_companion.sessions import SessionStream
 from harness import Nvim
-from ide_client import IdeClientProcess, base_env, nvim_job_env
+from ide_client import IdeClientProcess
 from mcp_client import SyncMcpConnection, mcp_client
 
 UPDATE = "ide/contextUpdate"
@@ -636,7 +636,7 @@ def test_real_ide_client_store_shows_active_file_cursor_and_selection(
     b = write(project / "second.py", "x = 1\ny = 2\nz = 3\n")
     edit(nvim, a)
     edit(nvim, b)
-    env = nvim_job_env(nvim.state()["env"], {**base_env(), "TMPDIR": nvim.sandbox.env["TMPDIR"]})
+    env = nvim.job_env()
     ide = IdeClientProcess(env, project)
     try:
         assert ide.connect()["status"] == "connected"

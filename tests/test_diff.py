@@ -18,7 +18,7 @@ import pytest
 from harness import INTEROP, Nvim, Sandbox, wait_for
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from ide_client import IdeClientProcess, base_env, nvim_job_env
+from ide_client import IdeClientProcess
 from mcp_client import SyncMcpConnection, mcp_client, open_raw_session
 
 VIEWS = """
@@ -711,7 +711,7 @@ def test_commands_without_an_open_diff_say_so(nvim: Nvim) -> None:
 
 @pytest.mark.usefixtures("interop")
 def test_real_ide_client_gets_accepted_edits_and_rejections(nvim: Nvim, target: Path) -> None:
-    env = nvim_job_env(nvim.state()["env"], {**base_env(), "TMPDIR": nvim.sandbox.env["TMPDIR"]})
+    env = nvim.job_env()
     client = IdeClientProcess(env, nvim.sandbox.root)
     try:
         assert client.connect()["status"] == "connected"

@@ -14,7 +14,7 @@ import anyio
 import httpx2
 import pytest
 from harness import INTEROP, Nvim, Sandbox, wait_for
-from ide_client import DRIVER, IdeClientProcess, base_env, nvim_job_env
+from ide_client import DRIVER, IdeClientProcess
 from mcp_client import initialize_request, mcp_client, mcp_connection, post_headers
 
 IDE_VARS = (
@@ -397,7 +397,7 @@ def test_two_neovims_in_one_directory_keep_their_own_terminals(
 
 @pytest.mark.usefixtures("interop")
 def test_real_ide_client_connects_with_the_environment_of_a_job(nvim: Nvim) -> None:
-    env = nvim_job_env(nvim.state()["env"], {**base_env(), "TMPDIR": nvim.sandbox.env["TMPDIR"]})
+    env = nvim.job_env()
     client = IdeClientProcess(env, nvim.sandbox.root)
     try:
         status = client.connect()
