@@ -199,6 +199,8 @@ def test_lazy_install_builds_its_venv_and_makes_it_the_host_when_none_has_pynvim
     assert venv_python.exists()
     assert "GeminiCompanionHostInfo" in (data / "rplugin.vim").read_text()
     assert (data / "lazy" / PLUGIN_NAME / "doc" / "tags").exists()
+    package = data / "lazy" / PLUGIN_NAME / "rplugin" / "python3" / "gemini_companion"
+    assert list((package / "__pycache__").glob("companion.*.pyc")), "the build byte-compiles"
 
     init = user_init(root, {"terminal": {"cmd": str(GEMINI)}})
     with user_nvim(root, env, init) as nvim:

@@ -282,6 +282,20 @@ local function register(root)
   end
 end
 
+--- Byte-compile the plugin's Python package for the host's interpreter, so the
+--- first start does not compile it (nor every start where the environment sets
+--- PYTHONDONTWRITEBYTECODE). Failure is harmless: Python compiles on import.
+---@param root string
+---@param host_python string
+local function compile(root, host_python)
+  progress("byte-compiling the Python package")
+  local cmd = { host_python, "-m", "compileall", "-q", root .. "/rplugin/python3/gemini_companion" }
+  local ok, proc = pcall(vim.system, cmd, { text = true, env = { PYTHONDONTWRITEBYTECODE = "" } })
+  if ok then
+    proc:wait(60000)
+  end
+end
+
 --- Run the whole build. Raises one error whose message names the fix.
 function M.run()
   local root = M.root()
@@ -289,12 +303,14 @@ function M.run()
     local deps = M.dependencies(root)
     local choice = M.choose()
     local venv = make_venv(choice.base, deps)
+    local host_python = choice.mode == "own" and python.venv_python(venv) or choice.base.path
+    compile(root, host_python)
     record({
       ok = true,
       mode = choice.mode,
       reason = choice.reason,
       base_python = choice.base.path,
-      host_python = choice.mode == "own" and python.venv_python(venv) or choice.base.path,
+      host_python = host_python,
       python_version = choice.base.version,
       user_host_prog = python.user_host_prog(),
       venv = venv,
