@@ -616,10 +616,10 @@ def test_checkhealth_names_packages_the_host_lacks(nvim_factory: Any, tmp_path: 
     nvim.api.command("GeminiCompanionStart")
     notes = wait_for(lambda: nvim.lua("return _G.notes"), 10, "the start failure's message")
     assert len(notes) == 1, notes
-    assert "the Python package 'anyio' is missing" in notes[0]
+    assert "the Python packages 'mcp', 'starlette', 'uvicorn', 'anyio' are missing" in notes[0]
     assert ":GeminiCompanionBuild" in notes[0]
     assert "Traceback" not in notes[0]
-    assert "'anyio' is missing" in nvim.state()["error"]
+    assert "'anyio' are missing" in nvim.state()["error"]
     report = checkhealth(nvim.api)
     assert f"Python host: {bare}" in report, report
     assert "OK pynvim 0.6.0" in report

@@ -74,20 +74,16 @@ class GeminiCompanionPlugin:
 
     @pynvim.rpc_export("gemini_companion_start")
     def start(self, raw: Mapping[str, Any]) -> None:
+        # The server thread imports its packages later; a host without them is told
+        # now, naming them and the fix, rather than by a server that dies.
+        missing = pythonpath.missing_packages()
         try:
             from .companion import StartOptions
             from .logfile import configure_logging
-        except ImportError as exc:  # the host lacks a dependency: say which, and the fix
-            problem = f"the Python package {exc.name!r} is missing for {sys.executable}"
-            self._nvim.exec_lua(
-                "require('gemini_companion.state')._update(...)",
-                {"running": False, "error": problem},
-                async_=True,
-            )
-            self._notify_error(
-                f"Gemini companion cannot start: {problem}. Run :GeminiCompanionBuild, then"
-                " restart Neovim (:checkhealth gemini_companion tells more)."
-            )
+        except ImportError as exc:
+            missing = [exc.name or str(exc), *missing]
+        if missing:
+            self._cannot_start(missing)
             return
         try:
             if raw.get("log_file"):
@@ -96,6 +92,23 @@ class GeminiCompanionPlugin:
         except Exception as exc:
             log.exception("start failed")
             self._notify_error(f"Gemini companion failed to start: {exc}")
+
+    def _cannot_start(self, missing: Sequence[str]) -> None:
+        names = ", ".join(repr(name) for name in dict.fromkeys(missing))
+        plural = len(set(missing)) > 1
+        problem = (
+            f"the Python package{'s' if plural else ''} {names}"
+            f" {'are' if plural else 'is'} missing for {sys.executable}"
+        )
+        self._nvim.exec_lua(
+            "require('gemini_companion.state')._update(...)",
+            {"running": False, "error": problem},
+            async_=True,
+        )
+        self._notify_error(
+            f"Gemini companion cannot start: {problem}. Run :GeminiCompanionBuild, then"
+            " restart Neovim (:checkhealth gemini_companion tells more)."
+        )
 
     def _notify_error(self, message: str) -> None:
         self._nvim.exec_lua(

@@ -56,6 +56,17 @@ def add_venv(
     return "appended"
 
 
+# What the server thread imports; checked before a start, without importing them.
+SERVER_PACKAGES = ("mcp", "starlette", "uvicorn", "anyio")
+
+
+def missing_packages(names: tuple[str, ...] = SERVER_PACKAGES) -> list[str]:
+    """The packages among ``names`` that this Python cannot import (found, not imported)."""
+    from importlib.util import find_spec
+
+    return [name for name in names if find_spec(name) is None]
+
+
 def package_versions(names: list[str]) -> dict[str, str]:
     """Installed version of each distribution that is importable (absent ones omitted)."""
     from importlib import metadata
