@@ -150,14 +150,20 @@ def open_to_visible(
     return visible, (answer["at"] - start) * 1000
 
 
+def big_file_in_view(nvim: Nvim, size: int) -> tuple[Path, str]:
+    """A ``size``-byte source file on disk, its proposed change, and a UI attached to
+    see when the diff shows."""
+    path = nvim.sandbox.root / "big.py"
+    text = make_text(size)
+    path.write_text(text)
+    nvim.api.ui_attach(160, 50, rgb=True, ext_linegrid=True)
+    return path, propose(text)
+
+
 def bench_open(root: Path, manifest: Path, runs: int) -> None:
     for size, label in ((1 << 20, "1 MB"), (10 << 20, "10 MB")):
         with companion(root, manifest, f"open-{size}") as (nvim, token):
-            path = nvim.sandbox.root / "big.py"
-            text = make_text(size)
-            path.write_text(text)
-            proposal = propose(text)
-            nvim.api.ui_attach(160, 50, rgb=True, ext_linegrid=True)
+            path, proposal = big_file_in_view(nvim, size)
             visible: list[float] = []
             answered: list[float] = []
             state = nvim.state()
@@ -184,11 +190,7 @@ def bench_open_real_client(root: Path, manifest: Path, runs: int) -> None:
             try:
                 if client.connect()["status"] != "connected":
                     raise RuntimeError("IdeClient did not connect")
-                path = nvim.sandbox.root / "big.py"
-                text = make_text(size)
-                path.write_text(text)
-                proposal = propose(text)
-                nvim.api.ui_attach(160, 50, rgb=True, ext_linegrid=True)
+                path, proposal = big_file_in_view(nvim, size)
                 visible: list[float] = []
                 for run in range(runs + 1):
                     drain_ui(nvim)
