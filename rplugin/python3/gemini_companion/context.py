@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .sessions import SessionStream, sse_event
+from .sessions import SessionStream
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +86,6 @@ class OpenFile:
     cursor: tuple[int, int] | None = None  # 1-based line, 1-based character
 
 
-def _int(value: Any) -> int:
-    return int(value)
-
-
 def _cursor(line: Any, character: Any) -> tuple[int, int]:
     # 1-based both; Neovim reports character 0 in a buffer not read yet.
     return max(int(line), 1), max(int(character), 1)
@@ -142,7 +138,7 @@ class ContextTracker:
 
     def buffer(self, bufnr: Any, path: Any) -> None:
         """A listed file buffer exists (added, renamed or written)."""
-        key, name = _int(bufnr), clean_text(path)
+        key, name = int(bufnr), clean_text(path)
         entry = self._files.get(key)
         if entry is None:
             front = next(iter(self._files.values()), None)
@@ -157,7 +153,7 @@ class ContextTracker:
         """The user entered a file buffer: it becomes the active file. Entering the
         file that is already active (back from the terminal, another window on it)
         keeps its timestamp, and its selection unless the cursor differs."""
-        key, name = _int(bufnr), clean_text(path)
+        key, name = int(bufnr), clean_text(path)
         cursor = _cursor(line, character)
         entry = self._files.get(key)
         active = self.active
@@ -180,7 +176,7 @@ class ContextTracker:
 
     def close(self, bufnr: Any) -> None:
         """The buffer was deleted, wiped out, unlisted or stopped being a file."""
-        key = _int(bufnr)
+        key = int(bufnr)
         if key not in self._files:
             return
         was_active = self._files[key] is self.active
@@ -194,7 +190,7 @@ class ContextTracker:
         A move clears the selection; a position equal to the known one does not, so a
         selection survives a trip to the terminal and back."""
         active = self.active
-        if active is None or self._files.get(_int(bufnr)) is not active:
+        if active is None or self._files.get(int(bufnr)) is not active:
             return
         cursor = _cursor(line, character)
         if cursor != active.cursor:
@@ -205,7 +201,7 @@ class ContextTracker:
     def selection(self, bufnr: Any, line: Any, character: Any, text: Any = None) -> None:
         """The Visual selection settled (debounced in Lua), or was final on leaving Visual mode."""
         active = self.active
-        if active is None or self._files.get(_int(bufnr)) is not active:
+        if active is None or self._files.get(int(bufnr)) is not active:
             return
         active.cursor = _cursor(line, character)
         self._selection = cap_selection(clean_text(text)) if text else None
@@ -222,7 +218,7 @@ class ContextTracker:
         never: list[tuple[int, str]] = []
         previous = 0
         rows = sorted(
-            ((_int(b[0]), clean_text(b[1]), float(b[2] or 0)) for b in buffers),
+            ((int(b[0]), clean_text(b[1]), float(b[2] or 0)) for b in buffers),
             key=lambda row: row[2],
         )
         for key, name, lastused in rows:
@@ -239,7 +235,7 @@ class ContextTracker:
             files[key] = OpenFile(name, oldest - offset)
         self._files = OrderedDict(sorted(files.items(), key=lambda item: item[1].timestamp))
         self._last_ms = max([self._last_ms, *(f.timestamp for f in files.values())])
-        entry = self._files.get(_int(focus[0])) if focus else None
+        entry = self._files.get(int(focus[0])) if focus else None
         if focus and entry is not None:
             cursor = _cursor(focus[1], focus[2])
             if entry is not active_before or entry.cursor != cursor:
@@ -247,7 +243,7 @@ class ContextTracker:
                 entry.timestamp = self._now_ms()
             entry.focused = True
             entry.cursor = cursor
-            self._files.move_to_end(_int(focus[0]))
+            self._files.move_to_end(int(focus[0]))
         elif self.active is not active_before:
             self._selection = None
         self._schedule()
@@ -357,7 +353,7 @@ class ContextTracker:
         if self._sent.get(stream.session_id) == params:
             return
         self._sent[stream.session_id] = params
-        await stream.write(sse_event({"jsonrpc": "2.0", "method": METHOD, "params": params}))
+        await stream.notify(METHOD, params)
 
     def session_closed(self, session_id: str) -> None:
         self._sent.pop(session_id, None)

@@ -253,14 +253,17 @@ class DiffController:
         """The CLI is gone: its diffs can no longer be answered. The views stay, marked,
         so edits made in them are not lost; nothing more is sent for them."""
         for diff in [d for d in self._by_id.values() if d.session_id == session_id]:
-            self._drop(diff)
             log.info("diff %d orphaned: CLI session %s disconnected", diff.id, session_id)
-            self._lua_later(_ORPHAN, diff.id)
+            self._orphan(diff)
 
     def orphan_all(self) -> None:
+        """The server stops: every view stays, marked, as for a disconnect."""
         for diff in list(self._by_id.values()):
-            self._drop(diff)
-            self._lua_later(_ORPHAN, diff.id)
+            self._orphan(diff)
+
+    def _orphan(self, diff: DiffSession) -> None:
+        self._drop(diff)
+        self._lua_later(_ORPHAN, diff.id)
 
 
 def _replace_invalid(text: str) -> str:

@@ -44,6 +44,10 @@ class SessionStream:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     closed: bool = False
 
+    async def notify(self, method: str, params: Mapping[str, Any]) -> bool:
+        """Write one JSON-RPC notification as an SSE event; False once the stream is gone."""
+        return await self.write(sse_event({"jsonrpc": "2.0", "method": method, "params": params}))
+
     async def write(self, chunk: bytes) -> bool:
         """Write one SSE chunk; False once the stream is gone."""
         if self.closed:
@@ -129,7 +133,7 @@ class SessionStreams:
         stream = self._streams.get(session_id)
         if stream is None:
             return False
-        ok = await stream.write(sse_event({"jsonrpc": "2.0", "method": method, "params": params}))
+        ok = await stream.notify(method, params)
         if not ok:
             self._drop(session_id)
         return ok
