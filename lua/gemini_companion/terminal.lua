@@ -257,24 +257,31 @@ function M.send(text, opts)
     return true
   end
   -- A CLI that just started reads its input only once its prompt is up, which
-  -- is when it has connected to us; type then (or after 10 s without that).
+  -- is when it has connected to us (a state update with one more session); type
+  -- then, or after 10 s without that.
   local state = require("gemini_companion.state")
-  local timer = assert(vim.uv.new_timer())
-  local waited = 0
-  timer:start(
-    100,
-    100,
-    vim.schedule_wrap(function()
-      waited = waited + 100
-      if timer:is_closing() then
-        return
+  local typed = false
+  local function type_once()
+    if not typed then
+      typed = true
+      type_text()
+    end
+  end
+  local autocmd = vim.api.nvim_create_autocmd("User", {
+    pattern = "GeminiCompanionStatus",
+    callback = function()
+      if #(state.current.sessions or {}) > sessions_before then
+        type_once()
+        return true -- delete this autocommand
       end
-      if #(state.current.sessions or {}) > sessions_before or waited >= 10000 then
-        timer:close()
-        type_text()
-      end
-    end)
-  )
+    end,
+  })
+  vim.defer_fn(function()
+    if not typed then
+      pcall(vim.api.nvim_del_autocmd, autocmd)
+      type_once()
+    end
+  end, 10000)
   return true
 end
 
