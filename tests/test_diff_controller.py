@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,29 @@ class FakeEditor:
     def notify(self, message: str, level: int = 2) -> None:
         pass
 
-    def call_lua(self, code: str, args: Sequence[Any] = ()) -> concurrent.futures.Future[Any]:
-        name = code.split("._", 1)[1].split("(", 1)[0]
-        self.calls.append((name, tuple(args)))
+    def server_stopped(self) -> None:
+        self.calls.append(("stopped", ()))
+
+    def host_info(self, query_id: int, info: Mapping[str, Any]) -> None:
+        pass
+
+    def finish_diff(self, diff_id: int, result: str) -> None:
+        self.calls.append(("finish", (diff_id, result)))
+
+    def orphan_diff(self, diff_id: int) -> None:
+        self.calls.append(("orphan", (diff_id,)))
+
+    def open_diff(self, spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:
+        return self.answer("open", spec)
+
+    def close_diff(self, diff_id: int, result: str) -> concurrent.futures.Future[Any]:
+        return self.answer("close", diff_id, result)
+
+    def accept_failed(self, diff_id: int, message: str) -> concurrent.futures.Future[Any]:
+        return self.answer("accept_failed", diff_id, message)
+
+    def answer(self, name: str, *args: Any) -> concurrent.futures.Future[Any]:
+        self.calls.append((name, args))
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         future.set_result(self.answers.get(name, True))
         return future
@@ -147,12 +167,12 @@ def test_a_view_that_fails_to_open_leaves_no_diff_behind(tmp_path: Path) -> None
     h = Harness()
     path = str(tmp_path / "f.txt")
 
-    def failing(code: str, args: Sequence[Any] = ()) -> concurrent.futures.Future[Any]:
+    def failing(spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         future.set_exception(RuntimeError("E5108: broken"))
         return future
 
-    h.editor.call_lua = failing  # type: ignore[method-assign]
+    h.editor.open_diff = failing  # type: ignore[method-assign]
     result = run(h.diffs.open_diff("s1", {"filePath": path, "newContent": "x"}))
     assert result.is_error
     assert "could not open the diff view: E5108: broken" in result.texts[0]

@@ -468,7 +468,7 @@ local function open_view(spec, created)
           teardown(view, "rejected")
         end)
         if not orphaned then
-          require("gemini_companion.host").notify("gemini_companion_diff_reject", view.id)
+          require("gemini_companion.host").diff_reject(view.id)
         end
       end
     end,
@@ -580,7 +580,7 @@ function M.accept(id)
   view.state = "accepting"
   local bo = vim.bo[view.proposal]
   local body = buffer_body(view.proposal)
-  require("gemini_companion.host").notify("gemini_companion_diff_accept", view.id, body, bo.eol, bo.fileformat)
+  require("gemini_companion.host").diff_accept(view.id, body, bo.eol, bo.fileformat)
   bo.modified = false
 end
 
@@ -595,7 +595,7 @@ function M.reject(id)
     return
   end
   if view.state == "open" then
-    require("gemini_companion.host").notify("gemini_companion_diff_reject", view.id)
+    require("gemini_companion.host").diff_reject(view.id)
   end
   teardown(view, "rejected")
 end

@@ -69,9 +69,7 @@ end
 
 local function check_registration()
   local build = require("gemini_companion.build")
-  local defined = vim.fn.exists("*GeminiCompanionHostInfo") == 1
-    or vim.fn.exists("#FuncUndefined#GeminiCompanionHostInfo") == 1
-  if defined then
+  if require("gemini_companion.host").registered() then
     health.ok("remote plugin registered (" .. build.manifest_path() .. ")")
     return true
   end
@@ -93,9 +91,13 @@ local function check_host()
     return false
   end
   local python = require("gemini_companion.python")
-  local ok, info = pcall(vim.fn.GeminiCompanionHostInfo, { packages = python.pinned_packages })
-  if not ok or type(info) ~= "table" then
-    health.error("the Python host does not answer: " .. tostring(info), { rebuild })
+  -- Asked and answered by notifications, so a busy host cannot hold Neovim here.
+  local info, query_err = host.query_info({ packages = python.pinned_packages }, 2000)
+  if not info then
+    health.error("the Python host does not answer: " .. tostring(query_err), {
+      "The log file may say why: " .. require("gemini_companion.config").log_file(),
+      rebuild,
+    })
     return false
   end
   local version = info.python_version or "?"

@@ -62,7 +62,7 @@ function M.workspace_dirs()
 end
 
 local function on_workspace_change()
-  require("gemini_companion.host").notify("gemini_companion_workspace", M.workspace_dirs())
+  require("gemini_companion.host").workspace(M.workspace_dirs())
 end
 
 local function create_autocmds()
@@ -81,7 +81,7 @@ local function create_autocmds()
       if file then
         os.remove(file)
       end
-      require("gemini_companion.host").notify("gemini_companion_stop")
+      require("gemini_companion.host").stop()
     end,
   })
 end
@@ -97,7 +97,7 @@ function M.start(opts)
     return
   end
   create_autocmds()
-  host.notify("gemini_companion_start", {
+  host.start({
     nvim_pid = vim.fn.getpid(),
     workspace_dirs = M.workspace_dirs(),
     log_file = require("gemini_companion.config").log_file(),
@@ -110,13 +110,24 @@ function M.start(opts)
   require("gemini_companion.context").enable(config.context)
 end
 
---- Stop the companion server and remove its discovery file.
-function M.stop()
+--- Stop forwarding editor events (the server stops, or has stopped).
+local function stop_forwarding()
   pcall(vim.api.nvim_del_augroup_by_name, group_name)
   if package.loaded["gemini_companion.context"] then
     require("gemini_companion.context").disable()
   end
-  require("gemini_companion.host").notify("gemini_companion_stop")
+end
+
+--- Stop the companion server and remove its discovery file.
+function M.stop()
+  stop_forwarding()
+  require("gemini_companion.host").stop()
+end
+
+--- The server stopped by itself (host.lua's `stopped` message): stop through the
+--- usual path, so the state and the terminal variables say "not running" again.
+function M._stopped()
+  M.stop()
 end
 
 ---@return gemini_companion.State

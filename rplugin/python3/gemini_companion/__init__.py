@@ -21,6 +21,7 @@ from . import pythonpath
 
 if TYPE_CHECKING:
     from .companion import Companion
+    from .nvim_editor import NvimEditor
 
 log = logging.getLogger("gemini_companion")
 vim_log_error = 4
@@ -36,18 +37,23 @@ class GeminiCompanionPlugin:
     # attribute of the plugin when it instantiates it (on the first call, while
     # Neovim waits), and a property would import the companion right then.
     _companion: Companion
+    _editor: NvimEditor
 
     def __init__(self, nvim: pynvim.Nvim) -> None:
         self._nvim = nvim
 
-    def __getattr__(self, name: str) -> Companion:
-        if name != "_companion":
-            raise AttributeError(name)
-        from .companion import Companion
-        from .nvim_editor import NvimEditor
+    def __getattr__(self, name: str) -> Any:
+        if name == "_editor":
+            from .nvim_editor import NvimEditor
 
-        self._companion = Companion(NvimEditor(self._nvim))
-        return self._companion
+            self._editor = NvimEditor(self._nvim)
+            return self._editor
+        if name == "_companion":
+            from .companion import Companion
+
+            self._companion = Companion(self._editor)
+            return self._companion
+        raise AttributeError(name)
 
     def _existing(self) -> Companion | None:
         companion: Companion | None = self.__dict__.get("_companion")
@@ -55,11 +61,18 @@ class GeminiCompanionPlugin:
 
     @pynvim.function("GeminiCompanionHostInfo", sync=True)
     def host_info(self, args: Sequence[Any]) -> dict[str, Any]:
-        """Start-up handshake: the channel to notify, and what checkhealth reports.
+        """Start-up handshake: the channel to notify, and what checkhealth reports."""
+        request = args[0] if args and isinstance(args[0], Mapping) else {}
+        return self._info(request)
 
-        ``args[0].packages`` (a list of distribution names, from checkhealth) asks
-        for their installed versions; looked up only then, it costs milliseconds.
-        """
+    @pynvim.rpc_export("gemini_companion_host_info")
+    def query_info(self, query_id: int, request: Mapping[str, Any]) -> None:
+        """checkhealth's question, answered by a message rather than a reply."""
+        self._editor.host_info(query_id, self._info(request))
+
+    def _info(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        # ``request["packages"]`` (distribution names) asks for their installed
+        # versions; looked up only then, it costs milliseconds.
         info: dict[str, Any] = {
             "channel": self._nvim.channel_id,
             "python": sys.executable,
@@ -67,8 +80,7 @@ class GeminiCompanionPlugin:
             "venv": venv_status,
             "state": c.state() if (c := self._existing()) else {"running": False},
         }
-        request = args[0] if args and isinstance(args[0], Mapping) else {}
-        if request.get("packages"):
+        if isinstance(request, Mapping) and request.get("packages"):
             info["packages"] = pythonpath.package_versions([str(n) for n in request["packages"]])
         return info
 
@@ -100,20 +112,14 @@ class GeminiCompanionPlugin:
             f"the Python package{'s' if plural else ''} {names}"
             f" {'are' if plural else 'is'} missing for {sys.executable}"
         )
-        self._nvim.exec_lua(
-            "require('gemini_companion.state')._update(...)",
-            {"running": False, "error": problem},
-            async_=True,
-        )
+        self._editor.publish_state({"running": False, "error": problem})
         self._notify_error(
             f"Gemini companion cannot start: {problem}. Run :GeminiCompanionBuild, then"
             " restart Neovim (:checkhealth gemini_companion tells more)."
         )
 
     def _notify_error(self, message: str) -> None:
-        self._nvim.exec_lua(
-            "require('gemini_companion.state')._notify(...)", message, vim_log_error, async_=True
-        )
+        self._editor.notify(message, vim_log_error)
 
     @pynvim.rpc_export("gemini_companion_stop")
     def stop(self) -> None:
@@ -134,11 +140,13 @@ class GeminiCompanionPlugin:
 
     @pynvim.rpc_export("gemini_companion_diff_accept")
     def diff_accept(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
-        self._companion.diff_accepted(diff_id, body, eol, fileformat)
+        if (companion := self._existing()) is not None:
+            companion.diff_accepted(diff_id, body, eol, fileformat)
 
     @pynvim.rpc_export("gemini_companion_diff_reject")
     def diff_reject(self, diff_id: int) -> None:
-        self._companion.diff_rejected(diff_id)
+        if (companion := self._existing()) is not None:
+            companion.diff_rejected(diff_id)
 
     @pynvim.shutdown_hook
     def shutdown(self) -> None:

@@ -190,7 +190,7 @@ class Companion:
         )
         # Stop through the usual path (Lua -> host thread), so the state and the
         # terminal variables say "not running" again.
-        self._editor.call_lua("require('gemini_companion').stop()")
+        self._editor.server_stopped()
 
     # -- workspace -----------------------------------------------------------------
 

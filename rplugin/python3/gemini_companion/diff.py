@@ -32,13 +32,6 @@ log = logging.getLogger(__name__)
 
 Notifier = Callable[[str, str, Mapping[str, Any]], Awaitable[bool]]
 
-_OPEN = "return require('gemini_companion.diff')._open(...)"
-_CLOSE = "return require('gemini_companion.diff')._close(...)"
-_FINISH = "return require('gemini_companion.diff')._finish(...)"
-_ORPHAN = "return require('gemini_companion.diff')._orphan(...)"
-_ACCEPT_FAILED = "return require('gemini_companion.diff')._accept_failed(...)"
-
-
 # Ids are unique for the life of the host, across server restarts: a view left
 # open (orphaned) by a stopped server must never share an id with a new diff.
 _diff_ids = itertools.count(1)
@@ -121,19 +114,6 @@ class DiffController:
     def diffs(self) -> list[DiffSession]:
         return list(self._by_id.values())
 
-    async def _lua(self, code: str, *args: Any) -> Any:
-        return await asyncio.wrap_future(self._editor.call_lua(code, args))
-
-    def _lua_later(self, code: str, *args: Any) -> None:
-        """Call into Neovim without waiting; failures are logged."""
-
-        def done(future: Any) -> None:
-            exc = future.exception()
-            if exc is not None:
-                log.error("diff view call failed: %s", exc)
-
-        self._editor.call_lua(code, args).add_done_callback(done)
-
     def _add(self, diff: DiffSession) -> None:
         self._by_path[diff.file_path] = diff
         self._by_id[diff.id] = diff
@@ -162,7 +142,7 @@ class DiffController:
             # it gave up on the first. Close that view without an answer: any answer
             # for this filePath would be taken as the answer to the new diff.
             self._drop(current)
-            await self._lua(_CLOSE, current.id, "replaced")
+            await asyncio.wrap_future(self._editor.close_diff(current.id, "replaced"))
         diff = DiffSession(next(_diff_ids), session_id, path, content)
         buffer = to_buffer(content)
         self._add(diff)
@@ -175,7 +155,7 @@ class DiffController:
             "session": session_id,
         }
         try:
-            await self._lua(_OPEN, spec)
+            await asyncio.wrap_future(self._editor.open_diff(spec))
         except Exception as exc:
             self._drop(diff)
             log.exception("opening the diff view for %s failed", path)
@@ -196,7 +176,7 @@ class DiffController:
         self._drop(diff)
         text = diff.new_content
         try:
-            view = await self._lua(_CLOSE, diff.id, "closed")
+            view = await asyncio.wrap_future(self._editor.close_diff(diff.id, "closed"))
         except Exception:
             log.exception("closing the diff view for %s failed", path)
             view = None
@@ -215,14 +195,14 @@ class DiffController:
         if diff is None:
             # Closed by closeDiff meanwhile (the view is gone: nothing happens), or its
             # CLI went away: keep the view, marked, with the text that was not sent.
-            self._lua_later(_ORPHAN, diff_id)
+            self._editor.orphan_diff(diff_id)
             return
         text = from_body(body, eol, fileformat)
         try:
             check_text(text)
         except InvalidTextError as exc:
             message = f"The proposal cannot be accepted: {exc}"
-            if not await self._lua(_ACCEPT_FAILED, diff_id, message):
+            if not await asyncio.wrap_future(self._editor.accept_failed(diff_id, message)):
                 self._drop(diff)  # the view is gone too: the CLI must not wait for ever
                 await self._notify(
                     diff.session_id, "ide/diffRejected", {"filePath": diff.file_path}
@@ -232,10 +212,10 @@ class DiffController:
         params = {"filePath": diff.file_path, "content": text}
         if await self._notify(diff.session_id, "ide/diffAccepted", params):
             log.info("diff %d accepted (%d characters)", diff_id, len(text))
-            self._lua_later(_FINISH, diff_id, "accepted")
+            self._editor.finish_diff(diff_id, "accepted")
         else:
             log.warning("diff %d accepted, but its CLI session is gone", diff_id)
-            self._lua_later(_ORPHAN, diff_id)
+            self._editor.orphan_diff(diff_id)
 
     async def rejected(self, diff_id: int) -> None:
         diff = self._by_id.get(diff_id)
@@ -263,7 +243,7 @@ class DiffController:
 
     def _orphan(self, diff: DiffSession) -> None:
         self._drop(diff)
-        self._lua_later(_ORPHAN, diff.id)
+        self._editor.orphan_diff(diff.id)
 
 
 def _replace_invalid(text: str) -> str:

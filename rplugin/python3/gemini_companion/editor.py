@@ -1,12 +1,16 @@
-"""What the companion needs from the editor, as a protocol.
+"""What the Python side says to the editor, as a protocol: every message from Python
+to Lua, by name.
 
-The pynvim glue in ``__init__.py`` implements it; every method is thread-safe and
-never blocks the caller, so the server thread can use it directly.
+:class:`~gemini_companion.nvim_editor.NvimEditor` implements it over pynvim; its
+Lua counterpart is ``lua/gemini_companion/host.lua`` (``M._receive``). Every method
+is thread-safe and never blocks the caller. One-way messages return nothing; the
+few whose answer matters return a :class:`concurrent.futures.Future` holding what
+the Lua side returned, or the error it raised.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -17,12 +21,35 @@ DEBUG, INFO, WARN, ERROR = 1, 2, 3, 4
 
 
 class Editor(Protocol):
+    # -- one-way ---------------------------------------------------------------------
+
     def publish_state(self, state: Mapping[str, Any]) -> None:
         """Hand the companion's state to the Lua side (status, statusline, terminal env)."""
 
     def notify(self, message: str, level: int = INFO) -> None:
         """Show a message to the user through ``vim.notify``."""
 
-    def call_lua(self, code: str, args: Sequence[Any] = ()) -> concurrent.futures.Future[Any]:
-        """Run ``code`` with ``...`` bound to ``args`` on Neovim's main loop; the future
-        holds what it returned, or the error it raised."""
+    def server_stopped(self) -> None:
+        """The server stopped by itself: the Lua side stops forwarding editor events."""
+
+    def host_info(self, query_id: int, info: Mapping[str, Any]) -> None:
+        """The answer to the Lua side's ``query_info`` number ``query_id``."""
+
+    def finish_diff(self, diff_id: int, result: str) -> None:
+        """The answer to the CLI went out: close the view (``result``: accepted)."""
+
+    def orphan_diff(self, diff_id: int) -> None:
+        """The view's CLI is gone: keep the view, marked, with any edits."""
+
+    # -- answered ----------------------------------------------------------------------
+
+    def open_diff(self, spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:
+        """Open a diff view (``lua/gemini_companion/diff.lua`` ``_open``)."""
+
+    def close_diff(self, diff_id: int, result: str) -> concurrent.futures.Future[Any]:
+        """Close a view without an answer; the future holds its proposal
+        (``{text, eol, fileformat}``) or None."""
+
+    def accept_failed(self, diff_id: int, message: str) -> concurrent.futures.Future[Any]:
+        """The accepted text cannot be sent; the future holds whether the view is
+        still open."""

@@ -1,5 +1,10 @@
 """The :class:`~gemini_companion.editor.Editor` over a pynvim ``Nvim`` object.
 
+Every message goes to one Lua function, ``require('gemini_companion.host')._receive``
+(``lua/gemini_companion/host.lua``), by name: this is the only Lua code in the
+Python package. One-way messages are sent as notifications (``async_=True``), so
+nothing waits for them; the others are requests whose answer lands in a future.
+
 Safe from any thread: everything goes through ``nvim.async_call``, which runs on
 the host's loop where the API may be used. Exceptions are caught and logged, so no
 traceback ever reaches the user's ``:messages``.
@@ -8,7 +13,7 @@ traceback ever reaches the user's ``:messages``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .editor import INFO
@@ -20,8 +25,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_PUBLISH_STATE = "require('gemini_companion.state')._update(...)"
-_NOTIFY = "require('gemini_companion.state')._notify(...)"
+_RECEIVE = "return require('gemini_companion.host')._receive(...)"
 
 
 class NvimEditor:
@@ -39,13 +43,12 @@ class NvimEditor:
 
         self._nvim.async_call(guarded)
 
-    def publish_state(self, state: Mapping[str, Any]) -> None:
-        self._schedule(lambda: self._nvim.exec_lua(_PUBLISH_STATE, dict(state), async_=True))
+    def _send(self, name: str, *args: Any) -> None:
+        """A one-way message: nothing waits for Neovim to run it."""
+        self._schedule(lambda: self._nvim.exec_lua(_RECEIVE, name, *args, async_=True))
 
-    def notify(self, message: str, level: int = INFO) -> None:
-        self._schedule(lambda: self._nvim.exec_lua(_NOTIFY, message, level, async_=True))
-
-    def call_lua(self, code: str, args: Sequence[Any] = ()) -> concurrent.futures.Future[Any]:
+    def _request(self, name: str, *args: Any) -> concurrent.futures.Future[Any]:
+        """A message whose answer matters: the future holds it, or the error raised."""
         import concurrent.futures
 
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -54,9 +57,40 @@ class NvimEditor:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                future.set_result(self._nvim.exec_lua(code, *args))
+                future.set_result(self._nvim.exec_lua(_RECEIVE, name, *args))
             except Exception as exc:
                 future.set_exception(exc)
 
         self._nvim.async_call(run)
         return future
+
+    # -- one-way -----------------------------------------------------------------------
+
+    def publish_state(self, state: Mapping[str, Any]) -> None:
+        self._send("state", dict(state))
+
+    def notify(self, message: str, level: int = INFO) -> None:
+        self._send("notify", message, level)
+
+    def server_stopped(self) -> None:
+        self._send("stopped")
+
+    def host_info(self, query_id: int, info: Mapping[str, Any]) -> None:
+        self._send("host_info", query_id, dict(info))
+
+    def finish_diff(self, diff_id: int, result: str) -> None:
+        self._send("diff_finish", diff_id, result)
+
+    def orphan_diff(self, diff_id: int) -> None:
+        self._send("diff_orphan", diff_id)
+
+    # -- answered ----------------------------------------------------------------------
+
+    def open_diff(self, spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:
+        return self._request("diff_open", dict(spec))
+
+    def close_diff(self, diff_id: int, result: str) -> concurrent.futures.Future[Any]:
+        return self._request("diff_close", diff_id, result)
+
+    def accept_failed(self, diff_id: int, message: str) -> concurrent.futures.Future[Any]:
+        return self._request("diff_accept_failed", diff_id, message)
