@@ -11,6 +11,7 @@ M.defaults = {
   context = { debounce_ms = 50 },
   diff = {
     keymaps = { accept = "<LocalLeader>a", reject = "<LocalLeader>r" },
+    allowed_dirs = {},
   },
   terminal = {
     cmd = "gemini",
@@ -115,6 +116,12 @@ local function validate_diff(d)
   check_type("diff", d, "table")
   for key in pairs(d) do
     check("diff." .. tostring(key), M.defaults.diff[key] ~= nil, "is not a known option")
+  end
+  check_type("diff.allowed_dirs", d.allowed_dirs, "table")
+  for i, dir in ipairs(d.allowed_dirs) do
+    local path = "diff.allowed_dirs[" .. i .. "]"
+    check_type(path, dir, "string")
+    check(path, vim.startswith(dir, "/") or vim.startswith(dir, "~/") or dir == "~", "must be an absolute path")
   end
   check_type("diff.keymaps", d.keymaps, "table")
   for key, lhs in pairs(d.keymaps) do

@@ -315,13 +315,21 @@ end
 
 ---@param path string
 ---@param filetype string?
+---@param created integer[] the buffer is added here at once, so a failure below removes it
 ---@return integer buf
 ---@return boolean new_file
-local function disk_copy(path, filetype)
+local function disk_copy(path, filetype, created)
   local buf = api.nvim_create_buf(false, true)
+  created[#created + 1] = buf
   vim.bo[buf].bufhidden = "wipe"
   vim.bo[buf].undolevels = -1
-  local new_file = vim.uv.fs_stat(path) == nil
+  local stat = vim.uv.fs_stat(path)
+  local new_file = stat == nil
+  if stat and stat.type ~= "file" then
+    -- diff.py refused it already; checked again right before the read, which would
+    -- block the main loop for ever on a FIFO or a pipe.
+    error(("%s is not a regular file"):format(path), 0)
+  end
   if not new_file then
     local before = {}
     for _, b in ipairs(api.nvim_list_bufs()) do
@@ -355,6 +363,7 @@ end
 ---@field eol boolean
 ---@field fileformat string
 ---@field session string
+---@field outside_workspace? boolean outside the workspace: shown only if loaded already
 
 ---@param spec gemini_companion.DiffSpec
 ---@param created { bufs: integer[], tabs_before?: integer[], bufs_before?: integer[] } what to undo if opening fails
@@ -395,8 +404,7 @@ local function open_view(spec, created)
   local target = buffers_of(path)[1]
   local original, owned, new_file = target, false, false
   if not original then
-    original, new_file = disk_copy(path, filetype)
-    created.bufs[#created.bufs + 1] = original
+    original, new_file = disk_copy(path, filetype, created.bufs)
     owned = true
   end
 
@@ -486,8 +494,13 @@ end
 --- Open the view (called by diff.py). An error reaches the CLI as isError, with
 --- whatever was half made undone.
 ---@param spec gemini_companion.DiffSpec
----@return boolean
+---@return true|{ refused: "outside_workspace" }
 function M._open(spec)
+  if spec.outside_workspace and not buffers_of(spec.file_path)[1] then
+    -- Outside the workspace a diff could show any file Neovim can read: only a file
+    -- the user has open already is shown. diff.py says why to the CLI.
+    return { refused = "outside_workspace" }
+  end
   local created = { bufs = {} }
   local ok, err = pcall(open_view, spec, created)
   if ok then

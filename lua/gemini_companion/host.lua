@@ -152,7 +152,7 @@ local handlers = {
   host_info = function(id, info)
     answers[id] = info
   end,
-  -- answered: open a diff view; true, or an error
+  -- answered: open a diff view; true, { refused = reason }, or an error
   diff_open = function(spec)
     return require("gemini_companion.diff")._open(spec)
   end,

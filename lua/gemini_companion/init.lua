@@ -105,6 +105,7 @@ function M.start(opts)
     keep_alive_seconds = config.keep_alive_seconds,
     max_body_bytes = config.max_request_bytes,
     context = config.context,
+    allowed_dirs = config.diff.allowed_dirs,
     quiet = opts and opts.quiet or false,
   })
   require("gemini_companion.context").enable(config.context)

@@ -79,6 +79,7 @@
 
 ---@class (exact) gemini_companion.DiffOptions
 ---@field keymaps? gemini_companion.DiffKeymaps Buffer-local keys in the diff tab's own buffers
+---@field allowed_dirs? string[] Folders outside the workspace whose files openDiff may show (default none)
 
 ---@class (exact) gemini_companion.DiffKeymapsConfig
 ---@field accept string|false
@@ -86,6 +87,7 @@
 
 ---@class (exact) gemini_companion.DiffConfig
 ---@field keymaps gemini_companion.DiffKeymapsConfig
+---@field allowed_dirs string[]
 
 --- Data of the `User GeminiDiffOpened` event.
 ---@class gemini_companion.DiffOpenedData

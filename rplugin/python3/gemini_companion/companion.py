@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .context import ContextTracker
-from .diff import DiffController
+from .diff import DiffController, PathPolicy
 from .discovery import (
     DiscoveryError,
     DiscoveryFile,
@@ -61,6 +61,7 @@ class StartOptions:
     max_body_bytes: int | None = None
     context_debounce_ms: float = 50.0
     context_trusted: bool | None = None
+    allowed_dirs: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -79,6 +80,9 @@ class StartOptions:
                 options.context_debounce_ms = float(context["debounce_ms"])
             if isinstance(context.get("trusted"), bool):
                 options.context_trusted = context["trusted"]
+        allowed = raw.get("allowed_dirs")
+        if isinstance(allowed, Sequence) and not isinstance(allowed, str):
+            options.allowed_dirs = [str(d) for d in allowed]
         options.extra = dict(raw)
         return options
 
@@ -100,6 +104,7 @@ class Companion:
         self._context: ContextTracker | None = None
         self._discovery: DiscoveryFile | None = None
         self._workspace_dirs: list[str] = []
+        self._allowed_dirs: list[str] = []
         self._workspace_path = ""
         self._sessions: dict[str, SessionInfo] = {}
         self._sessions_lock = threading.Lock()
@@ -132,6 +137,7 @@ class Companion:
             return
         discovery = DiscoveryFile(directory, options.nvim_pid, server.port, token)
         self._workspace_dirs = list(options.workspace_dirs)
+        self._allowed_dirs = list(options.allowed_dirs)
         self._workspace_path = workspace_path_value(self._workspace_dirs)
         try:
             removed = remove_stale_files(directory, options.nvim_pid)
@@ -144,7 +150,7 @@ class Companion:
             return
         self._server = server
         self._discovery = discovery
-        self._diffs = DiffController(self._editor, self._notify_session)
+        self._diffs = DiffController(self._editor, self._notify_session, self._path_policy)
         self._context = ContextTracker(
             lambda: server.streams,
             debounce_ms=options.context_debounce_ms,
@@ -208,6 +214,10 @@ class Companion:
                     f"Gemini companion: could not update the discovery file: {exc}", WARN
                 )
         self.publish_state()
+
+    def _path_policy(self) -> PathPolicy:
+        """Where diffs may show files: the workspace folders and ``diff.allowed_dirs``."""
+        return PathPolicy.of([*self._workspace_dirs, *self._allowed_dirs])
 
     # -- sessions (SessionListener, called on the server loop) ---------------------
 

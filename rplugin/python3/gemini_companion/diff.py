@@ -20,7 +20,9 @@ import itertools
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+import re
+import stat
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,13 +64,86 @@ def _string_argument(tool: str, arguments: Mapping[str, Any], name: str) -> str:
     return value
 
 
+# C0 controls, DEL and C1 controls: a newline or carriage return would split a
+# message or a log line, an escape would reach the terminal.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+# Paths in error messages are cut to this many characters (a path can be any length).
+MAX_PATH_SHOWN = 200
+
+
+def shown(path: str) -> str:
+    """``path`` for a message: quoted, control characters escaped, long ones cut."""
+    if len(path) > MAX_PATH_SHOWN:
+        path = path[:MAX_PATH_SHOWN] + "..."
+    return repr(path)
+
+
 def _file_path_argument(tool: str, arguments: Mapping[str, Any]) -> str:
     path = _string_argument(tool, arguments, "filePath")
     if "\0" in path:
         raise BadRequestError(f"{tool}: filePath contains a NUL character")
+    if _CONTROL.search(path):
+        raise BadRequestError(
+            f"{tool}: filePath contains a control character (newline, escape, ...): {shown(path)}"
+        )
     if not os.path.isabs(path):
-        raise BadRequestError(f"{tool}: filePath must be an absolute path, got {path!r}")
+        raise BadRequestError(f"{tool}: filePath must be an absolute path, got {shown(path)}")
     return path
+
+
+@dataclass(frozen=True)
+class PathPolicy:
+    """Where ``openDiff`` may show files: under one of ``roots`` (real paths: the
+    workspace folders and the ``diff.allowed_dirs`` option). Elsewhere only a file
+    already loaded in a Neovim buffer is shown (diff.lua checks that)."""
+
+    roots: tuple[str, ...]
+
+    @classmethod
+    def of(cls, directories: Iterable[str]) -> PathPolicy:
+        roots: dict[str, None] = {}
+        for directory in directories:
+            if directory and os.path.isabs(os.path.expanduser(directory)):
+                roots.setdefault(os.path.realpath(os.path.expanduser(directory)), None)
+        return cls(tuple(roots))
+
+    def allows(self, path: str) -> bool:
+        """``path``, links resolved, is under one of the roots."""
+        real_path = os.path.realpath(path)
+        return any(
+            real_path == root or real_path.startswith(root.rstrip("/") + "/") for root in self.roots
+        )
+
+
+def check_target(path: str) -> str:
+    """The real path of ``path`` if a diff may read it: an existing regular file, or a
+    file that does not exist yet in an existing directory. Anything else (a FIFO,
+    a device, ``/dev/stdin``, a socket, a directory) is refused before Neovim
+    touches it: reading a FIFO or a pipe would block Neovim's main loop for ever."""
+    try:
+        st = os.stat(path)  # follows links: what a read would open
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise BadRequestError(f"openDiff: cannot use {shown(path)}: {exc.strerror}") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise BadRequestError(f"openDiff: {shown(path)} is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise BadRequestError(
+                f"openDiff: {shown(path)} is not a regular file (a pipe, device or socket):"
+                " only regular files are shown"
+            )
+    elif os.path.islink(path):
+        # A dangling link: the CLI would create its target, which must be checked.
+        pass
+    parent = os.path.dirname(os.path.realpath(path))
+    if not os.path.exists(parent):
+        raise BadRequestError(f"openDiff: the directory of {shown(path)} does not exist")
+    if not os.path.isdir(parent):
+        raise BadRequestError(f"openDiff: {shown(parent)} is not a directory")
+    return os.path.realpath(path)
 
 
 def validate_open(arguments: Any) -> tuple[str, str]:
@@ -77,13 +152,7 @@ def validate_open(arguments: Any) -> tuple[str, str]:
         raise BadRequestError("openDiff: the arguments must be an object {filePath, newContent}")
     path = _file_path_argument("openDiff", arguments)
     content = _string_argument("openDiff", arguments, "newContent")
-    if os.path.isdir(path):
-        raise BadRequestError(f"openDiff: {path} is a directory, not a file")
-    parent = os.path.dirname(path)
-    if not os.path.exists(parent):
-        raise BadRequestError(f"openDiff: the directory of {path} does not exist")
-    if not os.path.isdir(parent):
-        raise BadRequestError(f"openDiff: {parent} is not a directory")
+    check_target(path)
     try:
         check_text(content)
     except InvalidTextError as exc:
@@ -104,9 +173,16 @@ def validate_close(arguments: Any) -> str:
 class DiffController:
     """The open diffs of every CLI session, keyed by the exact ``filePath``."""
 
-    def __init__(self, editor: Editor, notify: Notifier) -> None:
+    def __init__(
+        self,
+        editor: Editor,
+        notify: Notifier,
+        policy: Callable[[], PathPolicy | None] = lambda: None,
+    ) -> None:
+        """``policy`` gives the folders diffs may show files from; None: anywhere."""
         self._editor = editor
         self._notify = notify
+        self._policy = policy
         self._by_path: dict[str, DiffSession] = {}
         self._by_id: dict[int, DiffSession] = {}
 
@@ -132,6 +208,8 @@ class DiffController:
             return ToolResult.error(str(exc))
         if session_id is None:
             return ToolResult.error("openDiff: the request has no MCP session to answer to")
+        policy = self._policy()
+        outside = policy is not None and not policy.allows(path)
         current = self._by_path.get(path)
         if current is not None:
             if current.session_id != session_id:
@@ -153,14 +231,25 @@ class DiffController:
             "eol": buffer.eol,
             "fileformat": buffer.fileformat,
             "session": session_id,
+            # Outside the workspace: shown only if Neovim has the file loaded already.
+            "outside_workspace": outside,
         }
         try:
-            await asyncio.wrap_future(self._editor.open_diff(spec))
+            opened = await asyncio.wrap_future(self._editor.open_diff(spec))
         except Exception as exc:
             self._drop(diff)
-            log.exception("opening the diff view for %s failed", path)
+            log.exception("opening the diff view for %s failed", shown(path))
             return ToolResult.error(f"openDiff: Neovim could not open the diff view: {exc}")
-        log.info("diff %d opened for %s (session %s)", diff.id, path, session_id)
+        if isinstance(opened, Mapping) and opened.get("refused"):
+            self._drop(diff)
+            roots = ", ".join(policy.roots) if policy is not None and policy.roots else "none"
+            log.warning("diff refused for %s: outside the workspace", shown(path))
+            return ToolResult.error(
+                f"openDiff: {shown(path)} is outside the workspace folders ({roots}) and not"
+                " open in Neovim: refused. Open the file in Neovim first, or add its folder"
+                " to the diff.allowed_dirs option."
+            )
+        log.info("diff %d opened for %s (session %s)", diff.id, shown(path), session_id)
         return ToolResult()
 
     async def close_diff(self, session_id: str | None, arguments: Any) -> ToolResult:
@@ -170,7 +259,7 @@ class DiffController:
             return ToolResult.error(str(exc))
         diff = self._by_path.get(path)
         if diff is None or diff.session_id != session_id:
-            return ToolResult.error(f"closeDiff: no diff is open for {path}")
+            return ToolResult.error(f"closeDiff: no diff is open for {shown(path)}")
         # Dropped first: an accept or reject the user sends meanwhile finds nothing,
         # so no notification goes out for a diff closed this way.
         self._drop(diff)
@@ -178,7 +267,7 @@ class DiffController:
         try:
             view = await asyncio.wrap_future(self._editor.close_diff(diff.id, "closed"))
         except Exception:
-            log.exception("closing the diff view for %s failed", path)
+            log.exception("closing the diff view for %s failed", shown(path))
             view = None
         if isinstance(view, Mapping):
             text = _replace_invalid(
