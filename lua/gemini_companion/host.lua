@@ -172,6 +172,14 @@ local handlers = {
   diff_accept_failed = function(id, message)
     return require("gemini_companion.diff")._accept_failed(id, message)
   end,
+  -- answered: the agent reads a file: its loaded buffer's text, or nil (agent/files.lua)
+  buffer_read = function(path)
+    return require("gemini_companion.agent.files").read(path)
+  end,
+  -- answered: the agent writes a file: apply the edits to its buffer and write it
+  buffer_apply = function(path, tick, edits, options)
+    return require("gemini_companion.agent.files").apply(path, tick, edits, options)
+  end,
 }
 
 --- The one entry point of the Python side into Lua (nvim_editor.py).

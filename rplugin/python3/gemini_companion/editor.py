@@ -53,3 +53,15 @@ class Editor(Protocol):
     def accept_failed(self, diff_id: int, message: str) -> concurrent.futures.Future[Any]:
         """The accepted text cannot be sent; the future holds whether the view is
         still open."""
+
+    def read_buffer(self, path: str) -> concurrent.futures.Future[Any]:
+        """The text of ``path``'s loaded buffer (``lua/gemini_companion/agent/files.lua``
+        ``read``: ``{lines, eol, fileformat, tick, modified}``), or None when the file
+        is not loaded."""
+
+    def apply_buffer_edits(
+        self, path: str, tick: int, edits: list[dict[str, Any]], options: Mapping[str, Any]
+    ) -> concurrent.futures.Future[Any]:
+        """Apply line ``edits`` made against changedtick ``tick`` to ``path``'s buffer as
+        one undo step and write it (``files.lua`` ``apply``); the future holds
+        ``{ok, reason?, error?}``."""

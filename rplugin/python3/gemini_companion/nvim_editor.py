@@ -94,3 +94,11 @@ class NvimEditor:
 
     def accept_failed(self, diff_id: int, message: str) -> concurrent.futures.Future[Any]:
         return self._request("diff_accept_failed", diff_id, message)
+
+    def read_buffer(self, path: str) -> concurrent.futures.Future[Any]:
+        return self._request("buffer_read", path)
+
+    def apply_buffer_edits(
+        self, path: str, tick: int, edits: list[dict[str, Any]], options: Mapping[str, Any]
+    ) -> concurrent.futures.Future[Any]:
+        return self._request("buffer_apply", path, tick, edits, dict(options))

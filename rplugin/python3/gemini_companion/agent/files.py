@@ -1,0 +1,208 @@
+"""The agent's file reads and writes, served by Neovim (ACP ``fs/*``).
+
+``fs/read_text_file`` answers from the file's loaded buffer when there is one,
+unsaved edits included, else from disk. ``fs/write_text_file`` goes through the
+buffer when the file is loaded: the change lands as one undo step and the buffer
+is written; user edits made since the agent read the file survive where they do
+not touch the same lines (merge.py), and a write that would clobber them is
+refused with an error the agent and the user both read. Files not loaded in
+Neovim are read and written on disk.
+
+An edit the user reviewed in the diff tab and accepted with changes is recorded
+with :meth:`EditorFiles.expect_write`: the agent then writes its own proposal
+(it knows nothing of the user's version), and the user's version is what lands.
+
+Runs on the server loop; the buffers are reached through the
+:class:`~gemini_companion.editor.Editor` (``read_buffer``/``apply_buffer_edits``,
+answered by lua/gemini_companion/agent/files.lua).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..editor import Editor
+from ..text import from_buffer, to_buffer
+from .merge import MergeConflictError, hunks, merge
+
+log = logging.getLogger(__name__)
+
+# A buffer changed between our read and our write (the user typed): read again,
+# merge again. More attempts than this means someone types faster than we merge.
+_APPLY_ATTEMPTS = 3
+
+
+class FileAccessError(Exception):
+    """A read or write that cannot be done, with the reason the agent gets."""
+
+
+@dataclass(frozen=True)
+class BufferState:
+    """A loaded buffer's text, as files.lua reports it."""
+
+    lines: list[str]
+    eol: bool
+    fileformat: str
+    tick: int
+    modified: bool
+
+    @property
+    def text(self) -> str:
+        return from_buffer(self.lines, self.eol, self.fileformat)
+
+    @classmethod
+    def from_lua(cls, raw: Mapping[str, Any]) -> BufferState:
+        return cls(
+            lines=[str(line) for line in raw["lines"]],
+            eol=bool(raw["eol"]),
+            fileformat=str(raw["fileformat"]),
+            tick=int(raw["tick"]),
+            modified=bool(raw["modified"]),
+        )
+
+
+def select_lines(text: str, line: int | None, limit: int | None) -> str:
+    """``limit`` lines of ``text`` from 1-based ``line`` (ACP's read parameters)."""
+    if line is None and limit is None:
+        return text
+    lines = text.splitlines(keepends=True)
+    start = max((line or 1) - 1, 0)
+    end = len(lines) if limit is None else start + max(limit, 0)
+    return "".join(lines[start:end])
+
+
+class EditorFiles:
+    """``fs/read_text_file`` and ``fs/write_text_file`` through Neovim's buffers."""
+
+    def __init__(self, editor: Editor) -> None:
+        self._editor = editor
+        # What the agent last read of each file (the whole text): the base its next
+        # write of that file was computed from.
+        self._read: dict[str, str] = {}
+        # path -> (the agent's proposal, the user's accepted version of it)
+        self._expected: dict[str, tuple[str, str]] = {}
+
+    async def _buffer(self, path: str) -> BufferState | None:
+        raw = await asyncio.wrap_future(self._editor.read_buffer(path))
+        return BufferState.from_lua(raw) if isinstance(raw, Mapping) else None
+
+    # -- reads ---------------------------------------------------------------------------
+
+    async def read(self, path: str, line: int | None = None, limit: int | None = None) -> str:
+        _check_path(path)
+        buffer = await self._buffer(path)
+        if buffer is not None:
+            text = buffer.text
+        else:
+            try:
+                text = await asyncio.to_thread(_read_disk, path)
+            except FileNotFoundError:
+                raise FileAccessError(f"{path} does not exist") from None
+            except IsADirectoryError:
+                raise FileAccessError(f"{path} is a directory") from None
+            except OSError as exc:
+                raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from None
+        self._read[path] = text
+        return select_lines(text, line, limit)
+
+    # -- writes --------------------------------------------------------------------------
+
+    def expect_write(self, path: str, proposal: str, accepted: str) -> None:
+        """The user accepted ``proposal`` for ``path`` as ``accepted``: the agent's
+        next write of ``proposal`` there writes ``accepted`` instead."""
+        self._expected[path] = (proposal, accepted)
+
+    def forget_expected(self, path: str) -> None:
+        self._expected.pop(path, None)
+
+    async def write(self, path: str, content: str) -> None:
+        _check_path(path)
+        expected = self._expected.pop(path, None)
+        if expected is not None:
+            proposal, accepted = expected
+            if content == proposal:
+                log.info("writing the user's accepted version of %s", path)
+                content = accepted
+            else:
+                log.warning("the agent wrote %s, not the proposal the user accepted", path)
+        base = self._read.get(path)
+        for _ in range(_APPLY_ATTEMPTS):
+            buffer = await self._buffer(path)
+            if buffer is None:
+                await self._write_disk(path, content)
+                break
+            if await self._write_buffer(path, buffer, base, content):
+                break
+        else:
+            raise FileAccessError(f"{path} kept changing in Neovim while the agent wrote it")
+        self._read[path] = content
+
+    async def _write_disk(self, path: str, content: str) -> None:
+        try:
+            await asyncio.to_thread(_write_disk, path, content)
+        except OSError as exc:
+            raise FileAccessError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+    async def _write_buffer(
+        self, path: str, buffer: BufferState, base: str | None, content: str
+    ) -> bool:
+        """Apply ``content`` to the loaded buffer; False when it changed meanwhile."""
+        new = to_buffer(content)
+        ours = buffer.lines
+        if base is None:
+            if buffer.modified:
+                raise FileAccessError(
+                    f"{path} has unsaved changes in Neovim and the agent did not read them:"
+                    " read the file again before writing it"
+                )
+            base_lines = ours
+        else:
+            base_lines = to_buffer(base).lines
+        try:
+            target = merge(base_lines, ours, new.lines)
+        except MergeConflictError as exc:
+            raise FileAccessError(
+                f"{path} has unsaved changes in Neovim at line {exc.line} that conflict with"
+                " this write; nothing was written: read the file again and redo the change"
+            ) from None
+        edits = [
+            {"start": h.start, "end": h.end, "lines": list(h.lines)} for h in hunks(ours, target)
+        ]
+        options = {"eol": new.eol, "fileformat": new.fileformat}
+        result = await asyncio.wrap_future(
+            self._editor.apply_buffer_edits(path, buffer.tick, edits, options)
+        )
+        if not isinstance(result, Mapping):
+            raise FileAccessError(f"Neovim could not write {path}")
+        if result.get("ok"):
+            return True
+        if result.get("reason") == "changed":
+            return False
+        if result.get("reason") == "unloaded":
+            await self._write_disk(path, content)
+            return True
+        raise FileAccessError(f"Neovim could not write {path}: {result.get('error')}")
+
+
+def _check_path(path: str) -> None:
+    if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
+        raise FileAccessError(f"not an absolute file path: {path!r}")
+
+
+def _read_disk(path: str) -> str:
+    with open(path, "rb") as f:
+        data = f.read()
+    return data.decode("utf-8", errors="replace")
+
+
+def _write_disk(path: str, content: str) -> None:
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(content)
