@@ -4,6 +4,8 @@ Spec: ide-companion-spec.md section I.2; client-behaviour.md "IDE mode: discover
 The CLI scans ``<os.tmpdir()>/gemini/ide/`` for ``gemini-ide-server-<PID>-<PORT>.json``
 files owned by its own uid, so this module follows Node's tmpdir rule rather than
 Python's, writes atomically with mode 0600, and never writes through a symlink.
+The folder is shared by every user under a shared tmpdir (see
+:func:`ensure_discovery_dir`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import errno
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -74,13 +77,56 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _ensure_private_dir(directory: Path) -> None:
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+def tmpdir_is_shared(tmpdir: Path) -> bool:
+    """Whether other users may create entries in ``tmpdir`` (``/tmp``), as opposed to
+    a per-user ``$TMPDIR`` that only its owner can write to."""
+    st = os.stat(tmpdir)
+    return st.st_uid != os.getuid() or bool(st.st_mode & 0o022)
+
+
+def _prepare_dir(directory: Path, mode: int) -> None:
+    """Create ``directory`` with ``mode``, or make an existing one safe to use.
+
+    An own folder gets ``mode`` (an old or careless one at 0777 is fixed). Another
+    user's folder is used only when it is sticky, like ``/tmp`` (nobody else can
+    remove or replace our file in it) and we may write to it; a symlink never.
+    """
+    try:
+        os.mkdir(directory, mode)
+    except FileExistsError:
+        pass
+    else:
+        os.chmod(directory, mode)  # mkdir's mode is masked by the umask
+        return
     st = os.lstat(directory)
-    if not os.path.isdir(directory) or os.path.islink(directory):
-        raise DiscoveryError(f"{directory} is not a directory")
-    if st.st_uid != os.getuid():
-        raise DiscoveryError(f"{directory} belongs to another user (uid {st.st_uid})")
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise DiscoveryError(f"{directory} is not a directory (a symlink or a file): remove it")
+    if st.st_uid == os.getuid():
+        if stat.S_IMODE(st.st_mode) != mode:
+            os.chmod(directory, mode)
+        return
+    if not st.st_mode & stat.S_ISVTX or not os.access(directory, os.W_OK | os.X_OK):
+        raise DiscoveryError(
+            f"{directory} belongs to another user (uid {st.st_uid}) and is not shared"
+            " (mode 1777): ask them or an administrator to remove it, or set TMPDIR to a"
+            " folder of your own"
+        )
+
+
+def ensure_discovery_dir(directory: Path) -> None:
+    """Make ``<tmpdir>/gemini/ide`` ready for our discovery file.
+
+    The CLI reads exactly this path, so under a shared tmpdir every user's Neovim
+    writes to the same folders: they are made like ``/tmp`` (1777: everyone may add
+    files, nobody may remove another's), and what is private is each user's file
+    (0600, checked by the CLI to be its user's). Under a per-user tmpdir both
+    folders are 0700.
+    """
+    parent = directory.parent
+    tmpdir = parent.parent
+    mode = 0o1777 if tmpdir_is_shared(tmpdir) else 0o700
+    _prepare_dir(parent, mode)
+    _prepare_dir(directory, mode)
 
 
 @dataclass(frozen=True)
@@ -110,7 +156,7 @@ class DiscoveryFile:
         ``rename`` replaces a symlink planted at the target instead of following it,
         and ``mkstemp`` creates the temporary file with ``O_EXCL`` and mode 0600.
         """
-        _ensure_private_dir(self.directory)
+        ensure_discovery_dir(self.directory)
         data = json.dumps(self.content(workspace_path)).encode()
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".gemini-ide-server-", suffix=".tmp")
         try:
