@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import shutil
+import socket
 import stat
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import ROOT, Nvim, Sandbox
+from harness import ROOT, Nvim, Sandbox, wait_for
+from ide_client import IdeClientProcess
 from mcp_client import SyncMcpConnection, mcp_client
 
 RECORD_MESSAGES = """
@@ -271,3 +275,171 @@ def test_the_log_file_is_private_and_its_lines_are_bounded(nvim: Nvim) -> None:
     assert len(lines) == 1
     assert len(lines[0]) < MAX_MESSAGE_CHARS + 200
     assert "more characters" in lines[0]
+
+
+# -- 4. idle sockets cannot lock out the real client -----------------------------------
+
+
+def host_pid(nvim: Nvim) -> int:
+    return int(nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)"))
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def idle_sockets(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections that never send a byte (no token needed)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < count + 200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 1000), hard))
+    sockets = []
+    for _ in range(count):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        sockets.append(s)
+    return sockets
+
+
+def closed_by_peer(sockets: list[socket.socket]) -> int:
+    """How many of ``sockets`` the other end has closed (never blocks)."""
+    closed = 0
+    for s in sockets:
+        try:
+            if s.recv(1, socket.MSG_PEEK) == b"":
+                closed += 1
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+    return closed
+
+
+@pytest.mark.usefixtures("interop")
+def test_a_flood_of_idle_sockets_under_a_1024_fd_limit_does_not_lock_out_the_real_client(
+    nvim: Nvim,
+) -> None:
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < 1400:
+        pytest.skip("needs a hard fd limit of 1400 for the attacking sockets")
+    pid = host_pid(nvim)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (1024, 1024))
+    baseline = open_fds(pid)
+    sockets = idle_sockets(nvim.state()["port"], 1100)
+    try:
+        # The server keeps accepting (closing the oldest idle ones), so the flood
+        # drains from the listen backlog, and its descriptors stay far from 1024.
+        wait_for(lambda: closed_by_peer(sockets) >= 1000, 30, "the host to shed idle sockets")
+        assert open_fds(pid) < baseline + 110
+        client = IdeClientProcess(nvim.job_env(), nvim.sandbox.root)
+        try:
+            status = client.connect(timeout=30)
+            assert status["status"] == "connected", status
+        finally:
+            client.close()
+        assert open_fds(pid) < baseline + 110
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def status_and_closed(port: int, request: bytes, timeout: float = 10) -> tuple[bytes, float]:
+    """Send ``request`` (headers only, a big body promised) and read the answer up to
+    the connection's end (TimeoutError if the server waits for the body instead);
+    the status line and how long the end took."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(request)
+        start = time.monotonic()
+        data = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return data.split(b"\r\n", 1)[0], time.monotonic() - start
+
+
+def test_refused_requests_are_answered_without_reading_their_body(nvim: Nvim) -> None:
+    port = nvim.state()["port"]
+    gib = 1024**3
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nContent-Length: {gib}\r\n"
+    )
+    unauthenticated = (head + "\r\n").encode()
+    status, took = status_and_closed(port, unauthenticated)
+    assert status == b"HTTP/1.1 401 Unauthorized", (status, took)
+    too_big = (head + f"Authorization: Bearer {nvim.token()}\r\n\r\n").encode()
+    status, took = status_and_closed(port, too_big)
+    assert status == b"HTTP/1.1 413 Request Entity Too Large", (status, took)
+
+
+class NoListener:
+    async def session_opened(self, stream: Any) -> None:
+        pass
+
+    def session_closed(self, session_id: str) -> None:
+        pass
+
+
+async def no_tools(session_id: str | None, name: str, arguments: Any) -> Any:
+    raise AssertionError("no tool calls here")
+
+
+@pytest.fixture
+def quick_server() -> Iterator[Any]:
+    """A server with a 0.5 s header deadline and room for 5 connections."""
+    from gemini_companion.server import CompanionServer, ServerOptions
+
+    options = ServerOptions(token="t" * 43, header_timeout_seconds=0.5, max_connections=5)
+    server = CompanionServer(options, tools=no_tools, listener=NoListener())
+    server.start()
+    assert server.ready.wait(15), "the server did not start"
+    yield server
+    server.stop()
+
+
+def closed_within(s: socket.socket, seconds: float) -> bool:
+    s.settimeout(seconds)
+    try:
+        while s.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except OSError:
+        pass
+    return True
+
+
+def test_slow_or_missing_headers_are_cut_off_at_the_deadline(quick_server: Any) -> None:
+    port = quick_server.port
+    silent = socket.create_connection(("127.0.0.1", port))
+    trickle = socket.create_connection(("127.0.0.1", port))
+    trickle.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the rest
+    assert closed_within(silent, 5) and closed_within(trickle, 5)
+    # Between requests too: a kept-alive connection that trickles its next headers.
+    kept = socket.create_connection(("127.0.0.1", port))
+    auth = f"Authorization: Bearer {'t' * 43}\r\n"
+    kept.sendall(f"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}\r\n".encode())
+    answer = kept.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 4") and b"connection: close" not in answer.lower()
+    kept.sendall(b"POST /mcp HTTP/1.1\r\n")
+    assert closed_within(kept, 5)
+    for s in (silent, trickle, kept):
+        s.close()
+
+
+def test_past_the_cap_the_oldest_idle_connection_makes_room(quick_server: Any) -> None:
+    port = quick_server.port
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+    wait_for(lambda: len(quick_server.connections) == 5, 5, "five connections held")
+    newest = socket.create_connection(("127.0.0.1", port))
+    assert closed_within(idle[0], 2), "the oldest idle connection was kept"
+    newest.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    assert newest.recv(65536).startswith(b"HTTP/1.1 401")  # the newcomer was served
+    assert len(quick_server.connections) <= 5
+    for s in (*idle, newest):
+        s.close()

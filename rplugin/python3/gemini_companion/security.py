@@ -32,6 +32,8 @@ async def send_error(send: Send, status: int, message: str) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
+                # Closed after the answer: the rest of a refused body is never read.
+                (b"connection", b"close"),
             ],
         }
     )

@@ -26,6 +26,7 @@ from .security import DEFAULT_MAX_BODY_BYTES, MCP_PATH, RequestGuard
 if TYPE_CHECKING:
     import uvicorn
 
+    from .connections import ConnectionTable
     from .sessions import SessionStream, SessionStreams
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,10 @@ class ServerOptions:
     keep_alive_seconds: float = 15.0
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     host: str = "127.0.0.1"
+    # Open connections kept at most; past it idle ones are closed (connections.py).
+    max_connections: int = 100
+    # Seconds a connection may take to send a request's headers.
+    header_timeout_seconds: float = 10.0
 
 
 class CompanionServer:
@@ -108,6 +113,7 @@ class CompanionServer:
         self._sock.setblocking(False)
         self.port: int = self._sock.getsockname()[1]
         self.streams: SessionStreams | None = None
+        self.connections: ConnectionTable | None = None
         self._uvicorn: uvicorn.Server | None = None
         self._thread = threading.Thread(
             target=self._run, name="gemini-companion-server", daemon=True
@@ -181,7 +187,15 @@ class CompanionServer:
         import anyio
         import uvicorn
 
+        from .connections import ConnectionLimits, ConnectionTable, protocol_class
+
         app = self._build_app()
+        self.connections = ConnectionTable(
+            ConnectionLimits(
+                max_connections=self.options.max_connections,
+                header_timeout=self.options.header_timeout_seconds,
+            )
+        )
         config = uvicorn.Config(
             app,
             lifespan="on",
@@ -189,7 +203,8 @@ class CompanionServer:
             access_log=False,
             timeout_graceful_shutdown=1,
             ws="none",
-            http="h11",
+            # h11 with a header deadline and a connection cap (connections.py)
+            http=protocol_class(self.connections),
         )
         server = uvicorn.Server(config)
         self._uvicorn = server
