@@ -10,54 +10,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from editor_double import RecordingEditor
 from gemini_companion.diff import DiffController
-
-
-class FakeEditor:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-        self.answers: dict[str, Any] = {}
-
-    def publish_state(self, state: Mapping[str, Any]) -> None:
-        pass
-
-    def notify(self, message: str, level: int = 2) -> None:
-        pass
-
-    def server_stopped(self) -> None:
-        self.calls.append(("stopped", ()))
-
-    def host_info(self, query_id: int, info: Mapping[str, Any]) -> None:
-        pass
-
-    def finish_diff(self, diff_id: int, result: str) -> None:
-        self.calls.append(("finish", (diff_id, result)))
-
-    def orphan_diff(self, diff_id: int) -> None:
-        self.calls.append(("orphan", (diff_id,)))
-
-    def open_diff(self, spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:
-        return self.answer("open", spec)
-
-    def close_diff(self, diff_id: int, result: str) -> concurrent.futures.Future[Any]:
-        return self.answer("close", diff_id, result)
-
-    def accept_failed(self, diff_id: int, message: str) -> concurrent.futures.Future[Any]:
-        return self.answer("accept_failed", diff_id, message)
-
-    def answer(self, name: str, *args: Any) -> concurrent.futures.Future[Any]:
-        self.calls.append((name, args))
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        future.set_result(self.answers.get(name, True))
-        return future
-
-    def names(self) -> list[str]:
-        return [name for name, _ in self.calls]
 
 
 class Harness:
     def __init__(self) -> None:
-        self.editor = FakeEditor()
+        self.editor = RecordingEditor()
         self.sent: list[tuple[str, str, dict[str, Any]]] = []
         self.gone: set[str] = set()
         self.diffs = DiffController(self.editor, self.notify)

@@ -125,10 +125,10 @@ function M.stop()
   require("gemini_companion.host").stop()
 end
 
---- The server stopped by itself (host.lua's `stopped` message): stop through the
---- usual path, so the state and the terminal variables say "not running" again.
+--- The server stopped by itself (host.lua's `stopped` message): the Python side
+--- has cleaned up and published the state; only the forwarding stops here.
 function M._stopped()
-  M.stop()
+  stop_forwarding()
 end
 
 ---@return gemini_companion.State

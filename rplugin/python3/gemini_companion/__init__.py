@@ -150,5 +150,7 @@ class GeminiCompanionPlugin:
 
     @pynvim.shutdown_hook
     def shutdown(self) -> None:
-        if (companion := self._existing()) is not None:
-            companion.stop()
+        # Neovim is quitting and waits for this process to exit: the run's cleanup
+        # (views, discovery file) gets a few milliseconds, the server thread none.
+        if (companion := self._existing()) is not None and companion.running:
+            companion.stop(wait=0.02)

@@ -1,9 +1,14 @@
 """The companion: one MCP server, its discovery file and what the CLI sees.
 
 Lifecycle (ide-companion-spec.md section IV): start the server, then publish the
-discovery file; on stop, stop the server and delete the file. Methods here are
-called on the pynvim host's thread; work that belongs to the server runs on the
-server's loop (see server.py).
+discovery file; on stop, stop the server and delete the file.
+
+Two threads, one owner. :class:`Companion` is called on the pynvim host's thread
+and only decides which :class:`ServerRun` is current. A run's state (its
+sessions, context, diffs and discovery file) is owned by its server loop: the
+host thread posts to it (``CompanionServer.call_soon``) and never reads it. A run
+ends once, in :meth:`ServerRun.close`: on the loop when stopped, on the server
+thread when the server dies, or on the host thread when the loop is already gone.
 """
 
 from __future__ import annotations
@@ -13,9 +18,8 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .context import ContextTracker
@@ -93,200 +97,162 @@ class SessionInfo:
     connected_at: float
 
 
-class Companion:
-    """Owns at most one running server. Not thread-safe: call from the host thread."""
+def stopped_state(workspace_path: str, error: str | None = None) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "running": False,
+        "env": {},
+        "sessions": [],
+        "workspace_path": workspace_path,
+    }
+    if error is not None:
+        state["error"] = error
+    return state
 
-    def __init__(self, editor: Editor, env: Mapping[str, str] | None = None) -> None:
+
+Publish = Callable[["ServerRun | None", dict[str, Any]], None]
+
+
+class StartError(Exception):
+    """Why a start failed, as the user is told."""
+
+
+class ServerRun:
+    """One run of the server and what lives as long as it: the discovery file, the
+    CLI sessions, the context tracker and the open diffs.
+
+    Made on the host thread; from :meth:`start` on, everything here runs on the
+    server loop, except :meth:`close` (see the module's docstring).
+    """
+
+    def __init__(
+        self,
+        editor: Editor,
+        publish: Publish,
+        options: StartOptions,
+        env: Mapping[str, str],
+    ) -> None:
+        """Listen and write the discovery file; :class:`StartError` says what failed."""
         self._editor = editor
-        self._env = dict(os.environ if env is None else env)
-        self._server: CompanionServer | None = None
-        self._diffs: DiffController | None = None
-        self._context: ContextTracker | None = None
-        self._discovery: DiscoveryFile | None = None
-        self._workspace_dirs: list[str] = []
-        self._allowed_dirs: list[str] = []
-        self._workspace_path = ""
-        self._sessions: dict[str, SessionInfo] = {}
-        self._sessions_lock = threading.Lock()
-        self._error: str | None = None
-        self.started_at: float | None = None
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    @property
-    def running(self) -> bool:
-        return self._server is not None
-
-    def start(self, options: StartOptions) -> None:
-        if self._server is not None:
-            self._editor.notify("Gemini companion is already running", INFO)
-            self.publish_state()
-            return
-        self._error = None
-        token = secrets.token_urlsafe(32)  # 256 bits
-        directory = discovery_dir(self._env)
-        try:
-            server_options = ServerOptions(
-                token=token, keep_alive_seconds=options.keep_alive_seconds
-            )
-            if options.max_body_bytes:
-                server_options.max_body_bytes = options.max_body_bytes
-            server = CompanionServer(server_options, tools=self._call_tool, listener=self)
-        except OSError as exc:
-            self._fail(f"could not listen on 127.0.0.1: {exc}")
-            return
-        discovery = DiscoveryFile(directory, options.nvim_pid, server.port, token)
+        self._publish = publish
         self._workspace_dirs = list(options.workspace_dirs)
         self._allowed_dirs = list(options.allowed_dirs)
-        self._workspace_path = workspace_path_value(self._workspace_dirs)
+        self._workspace_path = workspace_path = workspace_path_value(self._workspace_dirs)
+        self._env = env
+        token = secrets.token_urlsafe(32)  # 256 bits
+        directory = discovery_dir(env)
+        server_options = ServerOptions(token=token, keep_alive_seconds=options.keep_alive_seconds)
+        if options.max_body_bytes:
+            server_options.max_body_bytes = options.max_body_bytes
+        try:
+            self.server = CompanionServer(server_options, tools=self.call_tool, listener=self)
+        except OSError as exc:
+            raise StartError(f"could not listen on 127.0.0.1: {exc}") from exc
+        self._discovery = DiscoveryFile(directory, options.nvim_pid, self.server.port, token)
         try:
             removed = remove_stale_files(directory, options.nvim_pid)
             if removed:
                 log.info("removed stale discovery files: %s", removed)
-            discovery.write(self._workspace_path)
+            self._discovery.write(workspace_path)
         except (OSError, DiscoveryError) as exc:
-            server.stop()
-            self._fail(f"could not write the discovery file in {directory}: {exc}")
-            return
-        self._server = server
-        self._discovery = discovery
-        self._diffs = DiffController(self._editor, self._notify_session, self._path_policy)
-        self._context = ContextTracker(
+            self.server.discard()
+            raise StartError(f"could not write the discovery file in {directory}: {exc}") from exc
+        self._sessions: dict[str, SessionInfo] = {}
+        self.started_at = time.time()
+        self.diffs = DiffController(editor, self._notify_session, self._path_policy)
+        server = self.server
+        self.context = ContextTracker(
             lambda: server.streams,
             debounce_ms=options.context_debounce_ms,
             trusted=options.context_trusted,
         )
-        self.started_at = time.time()
-        server.start(on_failure=self._server_failed)
-        log.info("listening on 127.0.0.1:%d, discovery file %s", server.port, discovery.path)
-        self.publish_state()
+        self._close_lock = threading.Lock()
+        self.closed = threading.Event()
+        log.info("listening on 127.0.0.1:%d, discovery file %s", server.port, self._discovery.path)
 
-    def stop(self) -> None:
-        server, discovery, diffs = self._server, self._discovery, self._diffs
-        context = self._context
-        self._server = None
-        self._diffs = None
-        self._context = None
-        if context is not None and server is not None:
-            server.call_soon(context.stop)
-        if diffs is not None and server is not None:
-            server.call_soon(diffs.orphan_all)  # open views stay, marked, with any edits
-        self._discovery = None
-        self.started_at = None
-        if discovery is not None:
-            discovery.remove()
-        if server is not None:
-            server.stop()
-        with self._sessions_lock:
-            self._sessions.clear()
-        self.publish_state()
+    def start(self) -> None:
+        """Publish the running state and start the server thread (host thread)."""
+        self._publish(self, self.state())
+        self.server.start(on_exit=self._server_exited)
 
-    def _fail(self, message: str) -> None:
-        self._error = message
-        log.error(message)
-        self._editor.notify(f"Gemini companion: {message}", ERROR)
-        self.publish_state()
+    # -- on the server loop ------------------------------------------------------------
 
-    def _server_failed(self, exc: BaseException) -> None:
-        # Runs on the server thread as it dies: remove the file so no CLI finds a dead server.
-        if self._discovery is not None:
-            self._discovery.remove()
-        self._editor.notify(
-            f"Gemini companion: the server stopped unexpectedly ({exc}); see the log file", ERROR
-        )
-        # Stop through the usual path (Lua -> host thread), so the state and the
-        # terminal variables say "not running" again.
-        self._editor.server_stopped()
+    def shutdown(self) -> None:
+        """Stop: views stay, marked, with any edits; the file goes; then the server exits."""
+        self.close(None)
+        self.server.request_exit()
 
-    # -- workspace -----------------------------------------------------------------
-
-    def set_workspace(self, directories: Sequence[str]) -> None:
-        self._workspace_dirs = list(directories)
-        value = workspace_path_value(self._workspace_dirs)
-        if value == self._workspace_path:
+    def set_workspace(self, directories: list[str]) -> None:
+        self._workspace_dirs = directories
+        value = workspace_path_value(directories)
+        if self.closed.is_set() or value == self._workspace_path:
             return
         self._workspace_path = value
-        if self._discovery is not None:
-            try:
-                self._discovery.write(value)
-            except (OSError, DiscoveryError) as exc:
-                self._editor.notify(
-                    f"Gemini companion: could not update the discovery file: {exc}", WARN
-                )
-        self.publish_state()
+        try:
+            self._discovery.write(value)
+        except (OSError, DiscoveryError) as exc:
+            self._editor.notify(
+                f"Gemini companion: could not update the discovery file: {exc}", WARN
+            )
+        self._publish(self, self.state())
+
+    async def session_opened(self, stream: SessionStream) -> None:
+        if self.closed.is_set():
+            return
+        await self.context.session_opened(stream)  # first: a new CLI sees the context at once
+        self._sessions[stream.session_id] = SessionInfo(stream.session_id, stream.opened_at)
+        log.info("CLI session %s connected", stream.session_id)
+        self._publish(self, self.state())
+
+    def session_closed(self, session_id: str) -> None:
+        log.info("CLI session %s disconnected", session_id)
+        if self.closed.is_set():
+            return
+        self._sessions.pop(session_id, None)
+        self.context.session_closed(session_id)
+        self.diffs.session_closed(session_id)
+        self._publish(self, self.state())
 
     def _path_policy(self) -> PathPolicy:
         """Where diffs may show files: the workspace folders and ``diff.allowed_dirs``."""
         return PathPolicy.of([*self._workspace_dirs, *self._allowed_dirs])
 
-    # -- sessions (SessionListener, called on the server loop) ---------------------
-
-    async def session_opened(self, stream: SessionStream) -> None:
-        if self._context is not None:  # first: a new CLI sees the context at once
-            await self._context.session_opened(stream)
-        with self._sessions_lock:
-            self._sessions[stream.session_id] = SessionInfo(stream.session_id, stream.opened_at)
-        log.info("CLI session %s connected", stream.session_id)
-        self.publish_state()
-
-    def session_closed(self, session_id: str) -> None:
-        with self._sessions_lock:
-            self._sessions.pop(session_id, None)
-        log.info("CLI session %s disconnected", session_id)
-        if self._context is not None:
-            self._context.session_closed(session_id)
-        if self._diffs is not None:
-            self._diffs.session_closed(session_id)
-        self.publish_state()
-
-    # -- tools (called on the server loop) -----------------------------------------
-
-    async def _call_tool(
+    async def call_tool(
         self, session_id: str | None, name: str, arguments: Mapping[str, Any]
     ) -> ToolResult:
-        diffs = self._diffs
-        if diffs is not None and name == "openDiff":
-            return await diffs.open_diff(session_id, arguments)
-        if diffs is not None and name == "closeDiff":
-            return await diffs.close_diff(session_id, arguments)
+        if name == "openDiff":
+            return await self.diffs.open_diff(session_id, arguments)
+        if name == "closeDiff":
+            return await self.diffs.close_diff(session_id, arguments)
         return ToolResult.error(f"Unknown tool: {name}")
 
     async def _notify_session(
         self, session_id: str, method: str, params: Mapping[str, Any]
     ) -> bool:
-        server = self._server
-        if server is None or server.streams is None:
+        streams = self.server.streams
+        if streams is None:
             return False
-        return await server.streams.notify(session_id, method, params)
+        return await streams.notify(session_id, method, params)
 
-    # -- context (called on the host thread) -----------------------------------------
-
-    def context_event(self, kind: str, args: Sequence[Any]) -> None:
-        """An editor event forwarded by lua/gemini_companion/context.lua."""
-        server, context = self._server, self._context
-        if server is not None and context is not None:
-            server.call_soon(context.handle, kind, list(args))
-
-    # -- the user's answers to a diff (called on the host thread) -------------------
-
-    def diff_accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
-        server, diffs = self._server, self._diffs
-        if server is not None and diffs is not None:
-            server.spawn(lambda: diffs.accepted(diff_id, body, eol, fileformat))
-
-    def diff_rejected(self, diff_id: int) -> None:
-        server, diffs = self._server, self._diffs
-        if server is not None and diffs is not None:
-            server.spawn(lambda: diffs.rejected(diff_id))
-
-    # -- state -----------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        if self.closed.is_set():
+            return stopped_state(self._workspace_path)
+        return {
+            "running": True,
+            "env": self.terminal_env(),
+            "sessions": [
+                {"id": s.session_id, "connected_at": s.connected_at}
+                for s in self._sessions.values()
+            ],
+            "workspace_path": self._workspace_path,
+            "port": self.server.port,
+            "discovery_file": str(self._discovery.path),
+            "started_at": self.started_at,
+        }
 
     def terminal_env(self) -> dict[str, str]:
         """Variables every job Neovim starts should see while the server runs."""
-        if self._server is None or self._discovery is None:
-            return {}
         env = {
-            "GEMINI_CLI_IDE_SERVER_PORT": str(self._server.port),
+            "GEMINI_CLI_IDE_SERVER_PORT": str(self.server.port),
             "GEMINI_CLI_IDE_WORKSPACE_PATH": self._workspace_path,
             "GEMINI_CLI_IDE_AUTH_TOKEN": self._discovery.auth_token,
             "GEMINI_CLI_IDE_PID": str(self._discovery.pid),
@@ -295,33 +261,147 @@ class Companion:
             env["REMOTE_CONTAINERS"] = "true"
         return env
 
+    # -- the end -----------------------------------------------------------------------
+
+    def _server_exited(self, error: BaseException | None) -> None:
+        # On the server thread, its loop stopped: nothing else touches this run now.
+        if error is not None:
+            self.close(error)
+
+    def close(self, error: BaseException | None) -> None:
+        """End the run, once: open views are told their CLI is gone (they stay, with
+        any edits), the discovery file is removed and the stopped state published.
+        ``error``: the server died by itself; the user is told, and Lua stops
+        forwarding events."""
+        with self._close_lock:
+            if self.closed.is_set():
+                return
+            self.closed.set()
+        self.context.stop()
+        self.diffs.orphan_all()
+        self._sessions.clear()
+        self._discovery.remove()
+        if error is None:
+            self._publish(self, stopped_state(self._workspace_path))
+            return
+        message = f"the server stopped unexpectedly ({error}); see the log file"
+        self._publish(self, stopped_state(self._workspace_path, message))
+        self._editor.server_stopped()
+        self._editor.notify(f"Gemini companion: {message}", ERROR)
+
+
+class Companion:
+    """Which server run is current. Call from the host thread only; the run's own
+    state lives on its server loop."""
+
+    def __init__(self, editor: Editor, env: Mapping[str, str] | None = None) -> None:
+        self._editor = editor
+        self._env = dict(os.environ if env is None else env)
+        self._run: ServerRun | None = None
+        self._workspace_dirs: list[str] = []
+        self._workspace_path = ""
+        self._error: str | None = None  # why the last start failed
+        # What Lua was last told, and by which run: publishing comes from the host
+        # thread and from server threads (a stopping run and a new one may overlap),
+        # so it is ordered by this lock, and a run that is no longer shown is ignored.
+        self._publish_lock = threading.Lock()
+        self._shown: ServerRun | None = None
+        self._state: dict[str, Any] = stopped_state("")
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._run is not None and not self._run.closed.is_set()
+
+    @property
+    def run(self) -> ServerRun | None:
+        """The current run, if any (tests)."""
+        return self._run
+
+    def start(self, options: StartOptions) -> None:
+        if self.running:
+            self._editor.notify("Gemini companion is already running", INFO)
+            self._publish(self._shown, self._state)
+            return
+        self._workspace_dirs = list(options.workspace_dirs)
+        self._workspace_path = workspace_path_value(self._workspace_dirs)
+        try:
+            run = ServerRun(self._editor, self._publish, options, self._env)
+        except StartError as exc:
+            self._fail(str(exc))
+            return
+        self._error = None
+        self._run = run
+        with self._publish_lock:
+            self._shown = run
+        run.start()
+
+    def stop(self, wait: float = 0.0) -> None:
+        """Post the run's shutdown to its loop and return at once (or after at most
+        ``wait`` seconds for the shutdown to have run); clean up here when the loop
+        is gone. The server thread winds down by itself."""
+        run, self._run = self._run, None
+        if run is None:
+            self._publish(None, stopped_state(self._workspace_path, self._error))
+            return
+        if not run.server.call_soon(run.shutdown):
+            run.close(None)  # the loop is gone: nobody else touches the run now
+        elif wait > 0:
+            run.closed.wait(wait)
+
+    def _fail(self, message: str) -> None:
+        log.error(message)
+        self._error = message
+        with self._publish_lock:
+            self._shown = None
+        # The state first: whoever reads the message finds the reason in the state.
+        self._publish(None, stopped_state(self._workspace_path, message))
+        self._editor.notify(f"Gemini companion: {message}", ERROR)
+
+    def _publish(self, run: ServerRun | None, state: dict[str, Any]) -> None:
+        with self._publish_lock:
+            shown = self._shown
+            if run is not None and run is not shown:
+                return  # a run that was replaced meanwhile
+            if run is None and shown is not None and not shown.closed.is_set():
+                return  # the host's word while a run speaks for itself
+            self._state = state
+            self._editor.publish_state(state)
+
+    # -- from Lua (host thread): posted to the run's loop ------------------------------
+
+    def set_workspace(self, directories: Sequence[str]) -> None:
+        self._workspace_dirs = list(directories)
+        value = workspace_path_value(self._workspace_dirs)
+        if value == self._workspace_path:
+            return
+        self._workspace_path = value
+        run = self._run
+        if run is None or not run.server.call_soon(run.set_workspace, list(directories)):
+            self._publish(None, stopped_state(value, self._error))
+
+    def context_event(self, kind: str, args: Sequence[Any]) -> None:
+        """An editor event forwarded by lua/gemini_companion/context.lua."""
+        run = self._run
+        if run is not None:
+            run.server.call_soon(run.context.handle, kind, list(args))
+
+    def diff_accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
+        run = self._run
+        if run is None or not run.server.spawn(
+            lambda: run.diffs.accepted(diff_id, body, eol, fileformat)
+        ):
+            # No server to send it: the view must say so rather than wait for ever.
+            self._editor.orphan_diff(diff_id)
+
+    def diff_rejected(self, diff_id: int) -> None:
+        run = self._run
+        if run is not None:
+            run.server.spawn(lambda: run.diffs.rejected(diff_id))
+
+    # -- state -----------------------------------------------------------------------
+
     def state(self) -> dict[str, Any]:
-        with self._sessions_lock:
-            sessions = [
-                {"id": s.session_id, "connected_at": s.connected_at}
-                for s in self._sessions.values()
-            ]
-        state: dict[str, Any] = {
-            "running": self._server is not None,
-            "env": self.terminal_env(),
-            "sessions": sessions,
-            "workspace_path": self._workspace_path,
-        }
-        if self._server is not None and self._discovery is not None:
-            state["port"] = self._server.port
-            state["discovery_file"] = str(self._discovery.path)
-            state["started_at"] = self.started_at
-        if self._error is not None:
-            state["error"] = self._error
-        return state
-
-    def publish_state(self) -> None:
-        self._editor.publish_state(self.state())
-
-    @property
-    def server(self) -> CompanionServer | None:
-        return self._server
-
-    @property
-    def discovery_path(self) -> Path | None:
-        return None if self._discovery is None else self._discovery.path
+        """The state Lua was last given (a snapshot: safe on any thread)."""
+        return self._state

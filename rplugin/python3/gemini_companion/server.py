@@ -66,6 +66,10 @@ class ToolResult:
         return cls((message,), True)
 
 
+class ServerExitedError(RuntimeError):
+    """Uvicorn returned without an exception although nobody asked it to exit."""
+
+
 class ToolHandler(Protocol):
     """Runs a ``tools/call`` on the server loop for the session that made it."""
 
@@ -118,46 +122,64 @@ class CompanionServer:
         self._thread = threading.Thread(
             target=self._run, name="gemini-companion-server", daemon=True
         )
-        self.ready = threading.Event()
-        self.failed: BaseException | None = None
-        self._on_failure: Callable[[BaseException], None] | None = None
+        self._on_exit: Callable[[BaseException | None], None] | None = None
+        self._exit_requested = False
 
     # -- called from other threads -------------------------------------------------
 
-    def start(self, on_failure: Callable[[BaseException], None] | None = None) -> None:
-        self._on_failure = on_failure
+    def start(self, on_exit: Callable[[BaseException | None], None] | None = None) -> None:
+        """Start the server thread. ``on_exit`` runs on that thread once the server has
+        ended, before its loop closes: with None after :meth:`request_exit`, else with
+        why it ended by itself (the error raised, or :class:`ServerExitedError`)."""
+        self._on_exit = on_exit
         self._thread.start()
 
-    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn(*args)`` on the server loop (thread-safe, never blocks)."""
-        with contextlib.suppress(RuntimeError):  # loop already closed: nothing to do
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> bool:
+        """Run ``fn(*args)`` on the server loop (thread-safe, never blocks); False when
+        the loop is gone, and ``fn`` will never run."""
+        try:
             self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop is closed
+            return False
+        return True
 
-    def spawn(self, coro_fn: Callable[[], Awaitable[Any]]) -> None:
-        """Run a coroutine on the server loop, logging any failure (thread-safe)."""
+    def spawn(self, coro_fn: Callable[[], Awaitable[Any]]) -> bool:
+        """Run a coroutine on the server loop, logging any failure (thread-safe); False
+        when the loop is gone."""
 
         def create() -> None:
             task = self._loop.create_task(_logged(coro_fn()))
             _background.add(task)
             task.add_done_callback(_background.discard)
 
-        self.call_soon(create)
+        return self.call_soon(create)
 
-    def stop(self, timeout: float = 3.0) -> None:
-        """Ask the server to exit and wait (bounded) for its thread."""
+    def request_exit(self) -> None:
+        """Ask the server to exit; never waits. Graceful shutdown (bounded by
+        ``timeout_graceful_shutdown``: an open SSE stream never ends by itself) goes on
+        in the server thread; :meth:`join` waits for it."""
 
-        def request_exit() -> None:
+        def exit_now() -> None:
+            self._exit_requested = True
+            if self.streams is not None:
+                self.streams.end_streams()
             if self._uvicorn is not None:
                 self._uvicorn.should_exit = True
-            else:
-                self._stop_early = True
 
-        self.call_soon(request_exit)
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
-        if not self._thread.is_alive():
+        if not self.call_soon(exit_now):
             with contextlib.suppress(OSError):
                 self._sock.close()
+
+    def discard(self) -> None:
+        """Close a server that was never started."""
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        self._loop.close()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the server thread to end (tests and benches); True if it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     @property
     def running(self) -> bool:
@@ -165,23 +187,30 @@ class CompanionServer:
 
     # -- the server thread ----------------------------------------------------------
 
-    _stop_early = False
-
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
+        error: BaseException | None = None
         try:
             self._loop.run_until_complete(self._serve())
+            if not self._exit_requested:
+                error = ServerExitedError("the server stopped by itself")
         except BaseException as exc:
-            self.failed = exc
+            error = exc
             log.exception("server thread failed")
-            if self._on_failure is not None:
-                self._on_failure(exc)
         finally:
+            with contextlib.suppress(OSError):
+                self._sock.close()
+            if isinstance(error, ServerExitedError):
+                log.error("%s", error)
+            if self._on_exit is not None:
+                try:
+                    self._on_exit(error)
+                except Exception:
+                    log.exception("cleaning up after the server failed")
+            _cancel_remaining_tasks(self._loop)
             with contextlib.suppress(Exception):
                 self._loop.run_until_complete(self._loop.shutdown_asyncgens())
             self._loop.close()
-            with contextlib.suppress(OSError):
-                self._sock.close()
 
     async def _serve(self) -> None:
         import anyio
@@ -208,20 +237,13 @@ class CompanionServer:
         )
         server = uvicorn.Server(config)
         self._uvicorn = server
-        if self._stop_early:
+        if self._exit_requested:  # asked to exit while importing: never serve
             return
         assert self.streams is not None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.streams.keep_alive, self.options.keep_alive_seconds)
-            tg.start_soon(self._mark_ready, server)
             await server.serve(sockets=[self._sock])
             tg.cancel_scope.cancel()
-
-    async def _mark_ready(self, server: uvicorn.Server) -> None:
-        # Uvicorn exposes only a flag for this, no event.
-        while not server.started:  # noqa: ASYNC110
-            await asyncio.sleep(0.005)
-        self.ready.set()
 
     def _build_app(self) -> Any:
         import mcp_types as types
@@ -287,6 +309,17 @@ class CompanionServer:
 
 
 _background: set[asyncio.Task[Any]] = set()
+
+
+def _cancel_remaining_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is left on the loop (as ``asyncio.run`` does), quietly: a library's
+    watcher task left pending would be reported as destroyed."""
+    tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 async def _logged(coro: Awaitable[Any]) -> None:

@@ -13,6 +13,7 @@ fresh so a new client gets the current context before anything else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -43,6 +44,9 @@ class SessionStream:
     # the companion on the host thread, where importing anyio would cost ~13 ms.
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     closed: bool = False
+    # Set to end the stream from this side (the server stops): the SDK's response
+    # sees the client "disconnect" and returns, and the response is then completed.
+    ending: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> bool:
         """Write one JSON-RPC notification as an SSE event; False once the stream is gone."""
@@ -61,6 +65,23 @@ class SessionStream:
         return True
 
 
+async def _receive_until(ending: asyncio.Event, receive: Receive) -> Message:
+    """``receive()``, or an ``http.disconnect`` as soon as ``ending`` is set."""
+    if ending.is_set():
+        return {"type": "http.disconnect"}
+    received = asyncio.ensure_future(receive())
+    ended = asyncio.ensure_future(ending.wait())
+    try:
+        await asyncio.wait({received, ended}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (received, ended):
+            if not task.done():
+                task.cancel()
+    if received.done() and not received.cancelled():
+        return received.result()
+    return {"type": "http.disconnect"}
+
+
 OnOpen = Callable[[SessionStream], Awaitable[None]]
 OnClose = Callable[[str], None]
 
@@ -73,6 +94,7 @@ class SessionStreams:
         self._on_open = on_open
         self._on_close = on_close
         self._streams: dict[str, SessionStream] = {}
+        self._ending = False
 
     @property
     def streams(self) -> dict[str, SessionStream]:
@@ -98,11 +120,16 @@ class SessionStreams:
         self, session_id: str, scope: Scope, receive: Receive, send: Send
     ) -> None:
         stream = SessionStream(session_id, send)
+        if self._ending:  # opened while the server stops: it ends at once
+            stream.ending.set()
+        started = completed = False
 
         async def locked_send(message: Message) -> None:
+            nonlocal started, completed
             if message["type"] == "http.response.start":
                 async with stream.lock:
                     await send(message)
+                    started = True
                     if message["status"] != 200:
                         return
                     self._streams[session_id] = stream
@@ -114,13 +141,30 @@ class SessionStreams:
                 return
             async with stream.lock:
                 await send(message)
+                if message["type"] == "http.response.body" and not message.get("more_body"):
+                    completed = True
+
+        async def stream_receive() -> Message:
+            return await _receive_until(stream.ending, receive)
 
         try:
-            await self._app(scope, receive, locked_send)
+            await self._app(scope, stream_receive, locked_send)
+            if stream.ending.is_set() and started and not completed:
+                with contextlib.suppress(Exception):  # the peer may be gone as well
+                    async with stream.lock:
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             stream.closed = True
             if self._streams.get(session_id) is stream:
                 self._drop(session_id)
+
+    def end_streams(self) -> None:
+        """End every open stream from this side (the server stops): each CLI sees its
+        stream end at once, and graceful shutdown does not wait for streams that
+        would otherwise never end."""
+        self._ending = True
+        for stream in self._streams.values():
+            stream.ending.set()
 
     def _drop(self, session_id: str) -> None:
         stream = self._streams.pop(session_id, None)

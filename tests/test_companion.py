@@ -1,0 +1,195 @@
+"""The companion's lifecycle without Neovim: a real server on a real socket, real
+HTTP clients, and a recording editor in Neovim's place (what it records is what
+``host.lua`` would be told). Issue 15, items 1 and 2: one owner for the state, and
+a server that fails cleans up."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from editor_double import RecordingEditor
+from gemini_companion.companion import Companion, StartOptions
+from gemini_companion.discovery import discovery_dir
+from gemini_companion.server import CompanionServer
+from mcp_client import mcp_client, post_headers
+
+ERROR = 4
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def companion(tmp_path: Path) -> Any:
+    editor = RecordingEditor()
+    companion = Companion(editor, env={"TMPDIR": str(tmp_path)})
+    yield companion
+    companion.stop()
+
+
+def options(project: Path) -> StartOptions:
+    return StartOptions(nvim_pid=1234567, workspace_dirs=[str(project)], keep_alive_seconds=0.2)
+
+
+def editor_of(companion: Companion) -> RecordingEditor:
+    editor = companion._editor
+    assert isinstance(editor, RecordingEditor)
+    return editor
+
+
+def token_of(companion: Companion) -> str:
+    path = Path(companion.state()["discovery_file"])
+    return str(json.loads(path.read_text())["authToken"])
+
+
+class StreamingClient(threading.Thread):
+    """Initializes a session and holds its SSE stream open until the server ends it;
+    errors (the server going away mid-handshake) are the point, not a failure."""
+
+    def __init__(self, port: int, token: str) -> None:
+        super().__init__(daemon=True)
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.token = token
+        self.session_id: str | None = None
+
+    def run(self) -> None:
+        try:
+            with httpx2.Client(timeout=10) as http:
+                headers = post_headers(self.token)
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "storm", "version": "0"},
+                    },
+                }
+                response = http.post(self.url, content=json.dumps(body), headers=headers)
+                self.session_id = response.headers["mcp-session-id"]
+                headers["mcp-session-id"] = self.session_id
+                note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                http.post(self.url, content=json.dumps(note), headers=headers)
+                get = {**headers, "Accept": "text/event-stream"}
+                with http.stream("GET", self.url, headers=get) as stream:
+                    for _ in stream.iter_lines():
+                        pass
+        except (httpx2.HTTPError, KeyError):
+            pass
+
+
+def test_a_start_stop_storm_with_connected_clients_leaves_no_stale_state(
+    companion: Companion, project: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="gemini_companion")
+    editor = editor_of(companion)
+    servers: list[CompanionServer] = []
+    clients: list[StreamingClient] = []
+    source = project / "a.py"
+    source.write_text("x = 1\n")
+    for round_ in range(12):
+        companion.start(options(project))
+        run = companion.run
+        assert run is not None
+        servers.append(run.server)
+        client = StreamingClient(run.server.port, token_of(companion))
+        client.start()
+        clients.append(client)
+        companion.context_event("buffer", [round_ + 1, str(source)])
+        companion.context_event("focus", [round_ + 1, str(source), 1, 1])
+        if round_ % 3 == 0:  # sometimes the client gets in first, sometimes not
+            editor.wait_for(lambda e: e.states()[-1]["sessions"], "a session in the state")
+        companion.stop()
+
+    companion.start(options(project))
+    run = companion.run
+    assert run is not None
+    last = StreamingClient(run.server.port, token_of(companion))
+    last.start()
+    state = editor.wait_for(
+        lambda e: (s := e.states()[-1])["sessions"] and s, "the last client in the state"
+    )
+    assert state["running"] is True
+    assert state["port"] == run.server.port
+    assert [s["id"] for s in state["sessions"]] == [last.session_id]
+    files = sorted(discovery_dir({"TMPDIR": str(tmp_path)}).glob("*.json"))
+    assert files == [Path(state["discovery_file"])]
+
+    companion.stop()
+    for server in [*servers, run.server]:
+        assert server.join(10), "a server thread outlived its stop by 10 s"
+    for client in [*clients, last]:
+        client.join(10)
+    final = editor.states()[-1]
+    assert final["running"] is False
+    assert final["sessions"] == [] and final["env"] == {}
+    assert list(discovery_dir({"TMPDIR": str(tmp_path)}).glob("*.json")) == []
+    problems = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
+    assert problems == [], [r.getMessage() for r in problems]
+
+
+def _kill_from_inside(server: CompanionServer, how: str) -> None:
+    """End the server the way a bug would: its main task cancelled (an exception out
+    of the loop), or Uvicorn told to exit by something other than stop()."""
+
+    def kill() -> None:
+        if how == "exception":
+            for task in asyncio.all_tasks():
+                if task.get_coro().__qualname__.endswith("_serve"):  # type: ignore[union-attr]
+                    task.cancel()
+        else:
+            assert server._uvicorn is not None
+            server._uvicorn.should_exit = True
+
+    assert server.call_soon(kill)
+
+
+@pytest.mark.parametrize("how", ["exception", "uvicorn returns"])
+def test_a_server_that_dies_tells_the_diff_views_and_reports_stopped(
+    companion: Companion, project: Path, how: str
+) -> None:
+    editor = editor_of(companion)
+    companion.start(options(project))
+    run = companion.run
+    assert run is not None
+    discovery_file = Path(companion.state()["discovery_file"])
+    target = str(project / "new.py")
+    with mcp_client(run.server.port, token_of(companion)) as client:
+        result = client.call_tool("openDiff", {"filePath": target, "newContent": "x\n"})
+        assert not result.get("isError"), result
+        [(spec,)] = editor.of("open")
+        _kill_from_inside(run.server, how)
+        assert run.server.join(10), "the killed server's thread did not end"
+
+    assert editor.of("orphan") == [(spec["id"],)], "the open view was not told"
+    assert editor.of("stopped") == [()], "Lua was not told to stop forwarding"
+    state = editor.states()[-1]
+    assert state["running"] is False
+    assert "stopped unexpectedly" in state["error"]
+    assert state["env"] == {}
+    assert not discovery_file.exists()
+    [(message, _level)] = [m for m in editor.of("notify") if m[1] == ERROR]
+    assert "stopped unexpectedly" in message
+    assert companion.state() == state
+    assert not companion.running
+
+    # A later accept is not dropped silently: the view is told it cannot be sent.
+    companion.diff_accepted(spec["id"], "x", True, "unix")
+    assert editor.of("orphan")[-1] == (spec["id"],)
+    assert len(editor.of("orphan")) == 2
+
+    # And the companion starts again.
+    companion.start(options(project))
+    assert editor.states()[-1]["running"] is True
