@@ -397,9 +397,19 @@ def quick_server() -> Iterator[Any]:
     options = ServerOptions(token="t" * 43, header_timeout_seconds=0.5, max_connections=5)
     server = CompanionServer(options, tools=no_tools, listener=NoListener())
     server.start()
-    assert server.ready.wait(15), "the server did not start"
+    wait_for(lambda: _answers(server.port), 15, "the server to answer")
     yield server
-    server.stop()
+    server.request_exit()
+    server.join(10)
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            return s.recv(16).startswith(b"HTTP/1.1")
+    except OSError:
+        return False
 
 
 def closed_within(s: socket.socket, seconds: float) -> bool:
