@@ -3,7 +3,8 @@
 // everything the client observes goes out as JSON lines on stdout:
 //   {"cmd":"connect"}                         -> {"event":"status",...,"connectMs":n}
 //   {"cmd":"openDiff","filePath":p,"newContent":c,"id":k} -> later {"event":"diff","id":k,"result":{...},"tHr":ms}
-//     (tHr: wall-clock ms with sub-ms precision, when the openDiff promise resolved)
+//     (tHr: wall-clock ms with sub-ms precision, when the openDiff promise resolved; hrNs:
+//     the same moment on the monotonic clock Neovim's vim.uv.hrtime() reads, in ns)
 //   {"cmd":"closeDiff","filePath":p,"id":k}   -> {"event":"closeDiff","id":k,"result":...}
 //   {"cmd":"status"}                          -> {"event":"status",...}
 //   {"cmd":"reconnect"}                       -> disconnect, connect again: {"event":"status",...,"connectMs":n}
@@ -62,7 +63,8 @@ async function handle(line) {
       case 'status': out(statusOf()); break;
       case 'openDiff':
         client.openDiff(cmd.filePath, cmd.newContent).then(
-          (result) => out({ event: 'diff', id: cmd.id, result, t: Date.now(), tHr: performance.timeOrigin + performance.now() }),
+          (result) => out({ event: 'diff', id: cmd.id, result, t: Date.now(), tHr: performance.timeOrigin + performance.now(),
+            hrNs: process.hrtime.bigint().toString() }),
           (err) => out({ event: 'diff', id: cmd.id, error: String(err) }));
         out({ event: 'openDiffSent', id: cmd.id, t: Date.now() });
         break;
