@@ -1,7 +1,7 @@
 --- :checkhealth gemini_companion. Checks in the order a user fixes things:
---- Neovim, the build (venv and host choice), the remote plugin's registration,
---- the Python host and its packages, the server, the discovery file, the
---- terminal environment, the Gemini CLI, connected sessions.
+--- Neovim, the build (venv and host choice), the Python host and its packages,
+--- the server, the discovery file, the terminal environment, the Gemini CLI,
+--- connected sessions.
 local M = {}
 
 local health = vim.health
@@ -67,37 +67,28 @@ local function check_build()
   end
 end
 
-local function check_registration()
-  local build = require("gemini_companion.build")
-  if require("gemini_companion.host").registered() then
-    health.ok("remote plugin registered (" .. build.manifest_path() .. ")")
-    return true
-  end
-  health.error("the remote plugin is not registered in " .. build.manifest_path(), {
-    rebuild,
-    "If the build succeeded, check that your plugin manager puts the plugin on 'runtimepath' at start",
-  })
-  return false
-end
-
 local function check_host()
   local host = require("gemini_companion.host")
   local channel, err = host.ensure()
   if not channel then
     health.error("the Python host did not start: " .. tostring(err), {
-      "Run :checkhealth provider.python for the host itself",
       rebuild,
     })
     return false
   end
   local python = require("gemini_companion.python")
-  -- Asked and answered by notifications, so a busy host cannot hold Neovim here.
-  local info, query_err = host.query_info({ packages = python.pinned_packages }, 2000)
+  -- Asked and answered by notifications, so a busy host cannot hold Neovim here; a
+  -- host that is still starting answers once it is up.
+  local info, query_err = host.query_info({ packages = python.pinned_packages }, 5000)
   if not info then
-    health.error("the Python host does not answer: " .. tostring(query_err), {
-      "The log file may say why: " .. require("gemini_companion.config").log_file(),
-      rebuild,
-    })
+    local said = host.stderr()
+    health.error(
+      "the Python host does not answer: " .. tostring(query_err) .. (said ~= "" and ("; it said:\n" .. said) or ""),
+      {
+        "The log file may say why: " .. require("gemini_companion.config").log_file(),
+        rebuild,
+      }
+    )
     return false
   end
   local version = info.python_version or "?"
@@ -226,7 +217,7 @@ function M.check()
   check_neovim()
   health.start("gemini-companion: build and Python host")
   check_build()
-  if check_registration() and check_host() then
+  if check_host() then
     health.start("gemini-companion: server")
     check_server()
   end

@@ -9,8 +9,12 @@
 ---   diff_accept(id, body, eol, ff)       gemini_companion_diff_accept
 ---   diff_reject(id)                      gemini_companion_diff_reject
 ---   query_info(request) -> answer later  gemini_companion_host_info
---- Lua -> Python, a request (Neovim waits): ensure()'s start-up handshake,
---- GeminiCompanionHostInfo, the call that starts the Python host.
+--- Nothing waits for the Python side: it is a pynvim remote plugin run by pynvim's
+--- own plugin host, in a process of its own that Neovim starts as an RPC job
+--- (`ensure()`). Neovim's python3 provider would start the host synchronously
+--- (waiting for the interpreter to start and import: 75-110 ms of frozen editor);
+--- a job does not wait, and messages sent before the host is up wait in the pipe
+--- and run in order once it is.
 ---
 --- Python -> Lua (`nvim_editor.py`, through `M._receive`): see `handlers` below,
 --- each marked one-way or answered.
@@ -19,39 +23,98 @@ local M = {}
 ---@type integer?
 M.channel = nil
 
---- What the start-up handshake returned (channel, python, venv, state).
+--- What the host says about itself (channel, python, venv, state): its hello when
+--- the companion starts, or the last answer to `query_info`.
 ---@type table?
 M.info = nil
 
---- Whether the remote plugin is registered: its functions are defined on first
---- use (a FuncUndefined autocommand).
----@return boolean
-function M.registered()
-  return vim.fn.exists("*GeminiCompanionHostInfo") == 1 or vim.fn.exists("#FuncUndefined#GeminiCompanionHostInfo") == 1
+--- The last lines the host wrote to stderr, for the message when it dies.
+---@type string[]
+local stderr_tail = {}
+
+--- True once Neovim exits: the host's end is expected then.
+local expected_exit = false
+
+--- Runs pynvim's plugin host with only this plugin. The interpreter's current
+--- directory is not put on sys.path (a stray module there must not shadow ours),
+--- as Neovim's own provider does.
+local HOST_MAIN = "import sys; sys.path[:] = [p for p in sys.path if p]; " .. "import pynvim; pynvim.start_host()"
+
+---@return string? package directory of the Python side
+local function package_dir()
+  local found = vim.api.nvim_get_runtime_file("rplugin/python3/gemini_companion/__init__.py", false)[1]
+  return found and vim.fs.dirname(found) or nil
 end
 
---- Start the Python host if it is not running: the start-up handshake.
+---@param data string[]
+local function keep_stderr(_, data)
+  for _, line in ipairs(data) do
+    if line ~= "" then
+      stderr_tail[#stderr_tail + 1] = line
+      if #stderr_tail > 20 then
+        table.remove(stderr_tail, 1)
+      end
+    end
+  end
+end
+
+---@param code integer
+local function on_exit(_, code)
+  M.channel = nil
+  M.info = nil
+  if expected_exit then
+    return
+  end
+  local last = stderr_tail[#stderr_tail]
+  local problem = string.format("the Python host exited (code %d)%s", code, last and (": " .. last) or "")
+  local state = require("gemini_companion.state")
+  state._update({ running = false, sessions = {}, env = {}, error = problem })
+  state._notify("Gemini companion: " .. problem .. " (:checkhealth gemini_companion tells more)", vim.log.levels.ERROR)
+end
+
+--- Start the Python host if it is not running. Never waits for it.
 ---@return integer? channel
 ---@return string? error
 function M.ensure()
   if M.channel then
     return M.channel
   end
-  if not M.registered() then
-    return nil,
-      "the remote plugin is not registered: run :GeminiCompanionBuild (the plugin's build step) and restart Neovim"
+  local python = require("gemini_companion.python")
+  -- The Python the build step chose, and the venv it must find.
+  python.apply()
+  local prog, err = python.host_prog()
+  if not prog then
+    return nil, err
   end
-  -- The Python the build step chose must be in place before the host starts.
-  require("gemini_companion.python").apply()
-  -- The first call starts the Python host; Neovim waits for it (the module it
-  -- imports is kept small for that reason).
-  local ok, info = pcall(vim.fn.GeminiCompanionHostInfo)
-  if not ok or type(info) ~= "table" then
-    return nil, "the Python host did not start: " .. tostring(info) .. " (see :checkhealth gemini_companion)"
+  local dir = package_dir()
+  if not dir then
+    return nil, "rplugin/python3/gemini_companion is not on 'runtimepath'"
   end
-  M.channel = info.channel
-  M.info = info
-  return M.channel
+  stderr_tail = {}
+  expected_exit = false
+  -- Neovim ends the job as it exits: no error for that.
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = vim.api.nvim_create_augroup("gemini_companion_host", { clear = true }),
+    callback = function()
+      expected_exit = true
+    end,
+  })
+  local ok, channel = pcall(vim.fn.jobstart, { prog, "-c", HOST_MAIN, dir }, {
+    rpc = true,
+    on_stderr = keep_stderr,
+    on_exit = on_exit,
+  })
+  if not ok or type(channel) ~= "number" or channel <= 0 then
+    return nil, string.format("could not run the Python host %s: %s", prog, tostring(channel))
+  end
+  M.channel = channel
+  return channel
+end
+
+--- The last lines the host wrote to stderr (why it died, when it did).
+---@return string
+function M.stderr()
+  return table.concat(stderr_tail, "\n")
 end
 
 ---@param method string
@@ -122,10 +185,13 @@ function M.query_info(request, timeout_ms)
   local id = queries
   notify("gemini_companion_host_info", id, request)
   local ok = vim.wait(timeout_ms, function()
-    return answers[id] ~= nil
+    return answers[id] ~= nil or M.channel == nil
   end, 5)
   local info = answers[id]
   answers[id] = nil
+  if not M.channel then
+    return nil, "the Python host exited"
+  end
   if not ok or not info then
     return nil, string.format("no answer within %d ms", timeout_ms)
   end
@@ -148,9 +214,12 @@ local handlers = {
   stopped = function()
     require("gemini_companion")._stopped()
   end,
-  -- one-way: the answer to query_info()
+  -- one-way: the answer to query_info(), or the host's hello
   host_info = function(id, info)
-    answers[id] = info
+    M.info = info
+    if id > 0 then -- 0: the hello sent when the companion starts
+      answers[id] = info
+    end
   end,
   -- answered: open a diff view; true, { refused = reason }, or an error
   diff_open = function(spec)

@@ -8,7 +8,7 @@ local group_name = "gemini_companion"
 ---@param opts? gemini_companion.Options
 function M.setup(opts)
   require("gemini_companion.config").set(opts)
-  -- The Python the build step chose, before anything starts the python3 host.
+  -- The Python the build step chose, before anything starts the Python host.
   require("gemini_companion.python").apply()
   require("gemini_companion.highlights").setup()
 end

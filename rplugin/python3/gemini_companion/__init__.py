@@ -1,11 +1,12 @@
 """gemini-companion.nvim: the pynvim remote-plugin entry point.
 
 The only module that imports pynvim. Each handler forwards to a plain object
-(:class:`~gemini_companion.companion.Companion`). Neovim waits while the host
-starts and imports this module, so it imports nothing of its own at load time:
-the companion is imported by the first handler that needs it (``start`` is a
-notification, so Neovim does not wait for that), and the server stack later still,
-in the server thread.
+(:class:`~gemini_companion.companion.Companion`). pynvim's plugin host runs it in a
+process of its own that Neovim starts as a job without waiting
+(lua/gemini_companion/host.lua). The CLI waits for the discovery file all the same,
+so this module imports nothing of its own at load time: the companion is imported
+by the first handler that needs it, and the server stack later still, in the
+server thread.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ class GeminiCompanionPlugin:
 
     @pynvim.function("GeminiCompanionHostInfo", sync=True)
     def host_info(self, args: Sequence[Any]) -> dict[str, Any]:
-        """Start-up handshake: the channel to notify, and what checkhealth reports."""
+        """What checkhealth reports, through Neovim's python3 host. The companion runs
+        a host of its own (host.lua); this function keeps the plugin registrable by
+        ``:UpdateRemotePlugins``, which needs one function, command or autocmd."""
         request = args[0] if args and isinstance(args[0], Mapping) else {}
         return self._info(request)
 
@@ -89,6 +92,7 @@ class GeminiCompanionPlugin:
         # The server thread imports its packages later; a host without them is told
         # now, naming them and the fix, rather than by a server that dies.
         missing = pythonpath.missing_packages()
+        self._editor.host_info(0, self._info({}))  # query 0: the host's hello
         try:
             from .companion import StartOptions
             from .logfile import configure_logging
