@@ -93,14 +93,17 @@ function M.apply(reload)
   end
 end
 
---- The interpreter that runs the plugin's host (host.lua): the one the build chose;
---- without a build, g:python3_host_prog or python3 on PATH, as Neovim's provider
+--- The interpreter that runs the plugin's host (host.lua): the one the build chose,
+--- none after a failed build; without a build, g:python3_host_prog or python3 on PATH, as Neovim's provider
 --- would (without its checks, which run Python and would block).
 ---@return string? path
 ---@return string? error
 function M.host_prog()
   local info = M.build_info()
-  local prog = info and info.ok and info.host_python or nil
+  if info and not info.ok then
+    return nil, "the last build failed: " .. tostring(info.error) .. " (run :GeminiCompanionBuild again)"
+  end
+  local prog = info and info.host_python or nil
   if not prog then
     local set = vim.g.python3_host_prog
     prog = (set ~= nil and set ~= "") and vim.fn.expand(set) or "python3"
