@@ -406,3 +406,36 @@ def test_real_ide_client_connects_with_the_environment_of_a_job(nvim: Nvim) -> N
     finally:
         client.close()
     assert INTEROP.is_dir()
+
+
+# A stop, then at once a synchronous call into the Python host (what the start-up
+# handshake or any remote function is): Neovim's main loop is held for both. The
+# stop must not keep the host busy while the server shuts down.
+STOP_THEN_SYNC_CALL = """
+local uv = vim.uv
+local t0 = uv.hrtime()
+vim.cmd("GeminiCompanionStop")
+vim.fn.GeminiCompanionHostInfo()
+return (uv.hrtime() - t0) / 1e6
+"""
+
+
+@pytest.mark.usefixtures("interop")
+def test_stopping_with_a_cli_connected_does_not_hold_neovim(nvim: Nvim) -> None:
+    stalls = []
+    for _ in range(3):
+        client = IdeClientProcess(nvim.job_env(), nvim.sandbox.root)
+        try:
+            assert client.connect()["status"] == "connected"
+            nvim.wait_state(lambda s: len(s["sessions"]) == 1, 10, "the CLI session")
+            stalls.append(float(nvim.lua(STOP_THEN_SYNC_CALL)))
+            assert nvim.state()["running"] is False or nvim.wait_state(
+                lambda s: not s["running"], 10, "the companion to stop"
+            )
+        finally:
+            client.close()
+        nvim.start()
+    # Before: the host thread joined the server thread, whose graceful shutdown
+    # waited on the CLI's open stream: over a second, every time.
+    assert sorted(stalls)[1] < 16, f"main loop held {stalls} ms by a stop with a CLI connected"
+    assert max(stalls) < 500, stalls

@@ -30,29 +30,51 @@ local function visible_win()
   end
 end
 
---- Start the companion if needed and wait (bounded) until it publishes its
---- state, so the terminal inherits the IDE variables.
----@return boolean ok
----@return string? error
-local function ensure_server()
+--- Start the companion if needed; `on_ready(nil)` once it runs, so the terminal
+--- inherits the IDE variables, or `on_ready(error)`. Never waits: the state event
+--- the start publishes says when (at once when the server already runs).
+---@param on_ready fun(err: string?)
+local function with_server(on_ready)
   local state = require("gemini_companion.state")
   if state.current.running then
-    return true
+    on_ready(nil)
+    return
   end
   local _, err = require("gemini_companion.host").ensure()
   if err then
-    return false, err
+    on_ready(err)
+    return
   end
-  -- Wait for the state this start publishes (an error of an earlier start does not count).
+  -- The state this start publishes (an error of an earlier start does not count).
   local before = state.current
-  require("gemini_companion").start({ quiet = true })
-  vim.wait(10000, function()
-    return state.current ~= before and (state.current.running or state.current.error ~= nil)
-  end, 10)
-  if not state.current.running then
-    return false, state.current.error or "the companion server did not start within 10 s"
+  local done, autocmd = false, nil
+  local timer = assert(vim.uv.new_timer())
+  local function finish(problem)
+    if done then
+      return
+    end
+    done = true
+    timer:close()
+    pcall(vim.api.nvim_del_autocmd, autocmd)
+    on_ready(problem)
   end
-  return true
+  autocmd = vim.api.nvim_create_autocmd("User", {
+    pattern = "GeminiCompanionStatus",
+    callback = function()
+      local now = state.current
+      if now ~= before and (now.running or now.error ~= nil) then
+        finish(not now.running and now.error or nil)
+      end
+    end,
+  })
+  timer:start(
+    10000,
+    0,
+    vim.schedule_wrap(function()
+      finish("the companion server did not start within 10 s")
+    end)
+  )
+  require("gemini_companion").start({ quiet = true })
 end
 
 ---@param cfg gemini_companion.TerminalConfig
@@ -98,16 +120,11 @@ local function style_window(win)
   vim.wo[win].signcolumn = "no"
 end
 
---- Start the CLI in a new terminal.
----@param extra_args? string[] appended to the configured args (e.g. { "-i", prompt })
----@return boolean ok
-local function start(extra_args)
+--- Run the CLI in a new terminal now (the companion runs).
+---@param extra_args? string[]
+---@return integer? job
+local function launch(extra_args)
   local cfg = require("gemini_companion.config").get().terminal
-  local ok, err = ensure_server()
-  if not ok then
-    vim.notify("Gemini companion: cannot start the Gemini CLI: " .. err, vim.log.levels.ERROR)
-    return false
-  end
   if vim.fn.executable(cfg.cmd) == 0 then
     vim.notify(
       string.format(
@@ -117,7 +134,7 @@ local function start(extra_args)
       ),
       vim.log.levels.ERROR
     )
-    return false
+    return nil
   end
   if current and vim.api.nvim_buf_is_valid(current.buf) then
     -- The previous CLI exited: its "[Process exited]" buffer is of no more use.
@@ -156,7 +173,7 @@ local function start(extra_args)
   end)
   if job <= 0 then
     vim.notify("Gemini companion: could not start " .. table.concat(argv, " "), vim.log.levels.ERROR)
-    return false
+    return nil
   end
   vim.bo[buf].bufhidden = "hide"
   vim.b[buf].gemini_companion_terminal = true
@@ -169,7 +186,23 @@ local function start(extra_args)
   if cfg.auto_insert then
     vim.cmd.startinsert()
   end
-  return true
+  return job
+end
+
+--- Start the CLI in a new terminal, once the companion runs (see with_server).
+---@param extra_args? string[] appended to the configured args (e.g. { "-i", prompt })
+---@param on_started? fun(job: integer) called once the CLI's job runs
+local function start(extra_args, on_started)
+  with_server(function(err)
+    if err then
+      vim.notify("Gemini companion: cannot start the Gemini CLI: " .. err, vim.log.levels.ERROR)
+      return
+    end
+    local job = launch(extra_args)
+    if job and on_started then
+      on_started(job)
+    end
+  end)
 end
 
 --- Show the running CLI (in the configured layout), or start one.
@@ -216,55 +249,38 @@ function M.toggle()
   end
 end
 
---- Type text into the running CLI (as if pasted), optionally pressing Enter.
---- Starts the CLI with the text as its first prompt when none is running.
+--- Type `text` into the CLI's job as a bracketed paste (newlines included, not
+--- taken as Enter), then Enter if `submit`.
+---@param job integer
 ---@param text string
----@param opts? { submit?: boolean }
----@return boolean sent
-function M.send(text, opts)
-  opts = opts or {}
-  ---@type integer? sessions before a new CLI started: it is ready once there are more
-  local sessions_before
-  if not alive() then
-    if opts.submit then
-      return start({ "--prompt-interactive", text })
-    end
-    sessions_before = #(require("gemini_companion.state").current.sessions or {})
-    if not start() then
-      return false
-    end
-  else
-    M.open()
+---@param submit boolean
+local function type_text(job, text, submit)
+  if vim.fn.jobwait({ job }, 0)[1] ~= -1 then
+    return
   end
-  local job = current.job
-  local function type_text()
-    if vim.fn.jobwait({ job }, 0)[1] ~= -1 then
-      return
-    end
-    -- Bracketed paste: the CLI takes the text as one paste, newlines included,
-    -- instead of treating each newline as Enter.
-    vim.fn.chansend(job, "\27[200~" .. text .. "\27[201~")
-    if opts.submit then
-      vim.defer_fn(function()
-        if vim.fn.jobwait({ job }, 0)[1] == -1 then
-          vim.fn.chansend(job, "\r")
-        end
-      end, 50)
-    end
+  vim.fn.chansend(job, "\27[200~" .. text .. "\27[201~")
+  if submit then
+    vim.defer_fn(function()
+      if vim.fn.jobwait({ job }, 0)[1] == -1 then
+        vim.fn.chansend(job, "\r")
+      end
+    end, 50)
   end
-  if not sessions_before then
-    type_text()
-    return true
-  end
-  -- A CLI that just started reads its input only once its prompt is up, which
-  -- is when it has connected to us (a state update with one more session); type
-  -- then, or after 10 s without that.
+end
+
+--- A CLI that just started reads its input only once its prompt is up, which is
+--- when it has connected to us (a state update with one more session): type then,
+--- or after 10 s without that.
+---@param job integer
+---@param text string
+---@param sessions_before integer
+local function type_when_connected(job, text, sessions_before)
   local state = require("gemini_companion.state")
   local typed = false
   local function type_once()
     if not typed then
       typed = true
-      type_text()
+      type_text(job, text, false)
     end
   end
   local autocmd = vim.api.nvim_create_autocmd("User", {
@@ -282,6 +298,30 @@ function M.send(text, opts)
       type_once()
     end
   end, 10000)
+end
+
+--- Type text into the running CLI (as if pasted), optionally pressing Enter.
+--- Starts the CLI with the text as its first prompt when none is running (never
+--- waiting for it: failures are reported by vim.notify).
+---@param text string
+---@param opts? { submit?: boolean }
+---@return boolean sent always true: handed to the CLI, now or once it runs
+function M.send(text, opts)
+  opts = opts or {}
+  local submit = opts.submit or false
+  if alive() then
+    M.open()
+    type_text(current.job, text, submit)
+    return true
+  end
+  if submit then
+    start({ "--prompt-interactive", text })
+    return true
+  end
+  local sessions_before = #(require("gemini_companion.state").current.sessions or {})
+  start(nil, function(job)
+    type_when_connected(job, text, sessions_before)
+  end)
   return true
 end
 
