@@ -168,6 +168,25 @@ def test_a_new_file_is_shown_against_an_empty_buffer(nvim: Nvim, conn: SyncMcpCo
     assert not path.exists(), "the plugin must not write the file: the CLI does"
 
 
+def test_a_new_file_in_new_folders_is_reviewable_and_nothing_is_created(
+    nvim: Nvim, conn: SyncMcpConnection
+) -> None:
+    package = nvim.sandbox.root / "new_pkg"
+    path = package / "sub" / "mod.py"
+    ok(open_diff(conn, path, "x = 1\n"))
+    [view] = views(nvim)
+    assert view["file_path"] == str(path)
+    assert "new file" in nvim.lua("return vim.wo[...].winbar", view["original_win"])
+    assert not package.exists(), "opening the review must not create the folders"
+    nvim.api.command("GeminiAccept")
+    assert conn.next_notification("ide/diffAccepted") == {
+        "filePath": str(path),
+        "content": "x = 1\n",
+    }
+    no_views(nvim, "the diff tab to close")
+    assert not package.exists(), "the plugin must not create anything: the CLI does"
+
+
 # -- accepting -------------------------------------------------------------------------
 
 
@@ -253,7 +272,7 @@ def test_keymaps_can_be_turned_off_and_bad_ones_are_refused(
         maps = nvim.lua(
             "return vim.tbl_map(function(m) return m.lhs end, vim.api.nvim_buf_get_keymap(0, 'n'))"
         )
-        assert len(maps) == 1  # reject only
+        assert maps == ["\\r"], "only reject's <LocalLeader>r is mapped"
 
 
 # -- rejecting -------------------------------------------------------------------------
@@ -340,9 +359,9 @@ BAD_OPEN: list[tuple[str, Callable[[Path], Any], str]] = [
     ("empty path", lambda d: {"filePath": "", "newContent": "x"}, "absolute path"),
     ("directory", lambda d: {"filePath": str(d), "newContent": "x"}, "is a directory"),
     (
-        "missing directory",
-        lambda d: {"filePath": str(d / "nope" / "f.txt"), "newContent": "x"},
-        "does not exist",
+        "a file where a folder must be",
+        lambda d: {"filePath": str(d / "init.lua" / "f.txt"), "newContent": "x"},
+        "Not a directory",
     ),
     (
         "NUL in content",
@@ -350,9 +369,19 @@ BAD_OPEN: list[tuple[str, Callable[[Path], Any], str]] = [
         "NUL character (line 2)",
     ),
     (
-        "control character in content",
+        "NUL at the very end of content",
         lambda d: {"filePath": str(d / "f.txt"), "newContent": "ok\n\0"},
         "NUL character (line 2)",
+    ),
+    (
+        "control character in filePath",
+        lambda d: {"filePath": str(d / "f\x1b[2J.txt"), "newContent": "x"},
+        "control character",
+    ),
+    (
+        "newline in filePath",
+        lambda d: {"filePath": str(d / "f\n.txt"), "newContent": "x"},
+        "control character",
     ),
 ]
 

@@ -118,9 +118,11 @@ class PathPolicy:
 
 def check_target(path: str) -> str:
     """The real path of ``path`` if a diff may read it: an existing regular file, or a
-    file that does not exist yet in an existing directory. Anything else (a FIFO,
-    a device, ``/dev/stdin``, a socket, a directory) is refused before Neovim
-    touches it: reading a FIFO or a pipe would block Neovim's main loop for ever."""
+    file that does not exist yet, in folders that may not exist yet either (the
+    agent creating ``new_pkg/mod.py``: nothing is created here, the CLI does that
+    after an accept). Anything else (a FIFO, a device, ``/dev/stdin``, a socket, a
+    directory, a file where a folder must be) is refused before Neovim touches it:
+    reading a FIFO or a pipe would block Neovim's main loop for ever."""
     try:
         st = os.stat(path)  # follows links: what a read would open
     except FileNotFoundError:
@@ -139,8 +141,8 @@ def check_target(path: str) -> str:
         # A dangling link: the CLI would create its target, which must be checked.
         pass
     parent = os.path.dirname(os.path.realpath(path))
-    if not os.path.exists(parent):
-        raise BadRequestError(f"openDiff: the directory of {shown(path)} does not exist")
+    while not os.path.lexists(parent) and parent != os.path.dirname(parent):
+        parent = os.path.dirname(parent)  # folders the CLI will create
     if not os.path.isdir(parent):
         raise BadRequestError(f"openDiff: {shown(parent)} is not a directory")
     return os.path.realpath(path)
@@ -217,10 +219,10 @@ class DiffController:
                     f"openDiff: a diff for {path} is already open for another Gemini CLI session"
                 )
             # The CLI shows one diff at a time; a second one for the same file means
-            # it gave up on the first. Close that view without an answer: any answer
-            # for this filePath would be taken as the answer to the new diff.
+            # it gave up on the first. Forget it without an answer (any answer for this
+            # filePath would be taken as the answer to the new diff); diff.lua replaces
+            # its view with the new one.
             self._drop(current)
-            await asyncio.wrap_future(self._editor.close_diff(current.id, "replaced"))
         diff = DiffSession(next(_diff_ids), session_id, path, content)
         buffer = to_buffer(content)
         self._add(diff)
