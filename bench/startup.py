@@ -13,9 +13,13 @@ Prints a table, over several runs of a real Neovim (medians, min..max):
 - the real client's ``IdeClient.connect()`` (``@google/gemini-cli-core``): first in a
   fresh Node process per run (what every new ``gemini`` does; target under 40 ms)
   and warm, a reconnect in the same process (target under 10 ms), with Node's own
-  first fetch to the server for reference (the client-side share of a first connect).
+  first fetch to the server for reference (the client-side share of a first connect);
+- what ``:qa`` costs: from sending ``:qa!`` until the Neovim process has exited
+  (Neovim waits for the Python host to end), with the server running and with a
+  connected ``IdeClient``, against the plugin loaded but not started (target: under
+  50 ms added).
 
-Run: .venv/bin/python bench/startup.py [--runs N]
+Run: .venv/bin/python bench/startup.py [--runs N] [--only screen|stall|connect|quit]
 """
 
 from __future__ import annotations
@@ -98,6 +102,27 @@ def first_screen_ms(init: Path, env: dict[str, str]) -> float:
     finally:
         with contextlib.suppress(Exception):
             nvim.command("qa!")
+
+
+def first_screen_rows(workdir: Path, sandbox: Sandbox, runs: int) -> list[str]:
+    """First screen, runs interleaved: no plugin; the plugin loaded and set up with
+    auto_start off; the plugin with auto_start on (the start itself)."""
+    plain_init = workdir / "plain.lua"
+    plain_init.write_text("vim.o.shadafile = 'NONE'\n")
+    loaded_init = workdir / "loaded.lua"
+    loaded_init.write_text(sandbox.init_lua({"auto_start": False}).read_text())
+    with_init = sandbox.init_lua({"auto_start": True})
+    on, loaded, off = [], [], []
+    for _ in range(max(runs, 20)):
+        off.append(first_screen_ms(plain_init, sandbox.env))
+        loaded.append(first_screen_ms(loaded_init, sandbox.env))
+        on.append(first_screen_ms(with_init, sandbox.env))
+    added_start = [a - b for a, b in zip(on, loaded, strict=True)]
+    added_loading = [a - b for a, b in zip(loaded, off, strict=True)]
+    return [
+        row("first screen: added by the start", added_start, None),
+        row("first screen: added by loading + setup()", added_loading, None),
+    ]
 
 
 def run_stall(sandbox: Sandbox, with_plugin: bool) -> dict[str, float]:
@@ -192,12 +217,48 @@ def connect_times(sandbox: Sandbox, runs: int) -> tuple[list[float], list[float]
         nvim.close()
 
 
+def _exited(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True
+
+
+def quit_ms(sandbox: Sandbox, *, start: bool, cli: bool) -> float:
+    """``:qa!`` until Neovim's process is gone (or a zombie), in ms."""
+    nvim = Nvim(sandbox, setup={"auto_start": start})
+    client = None
+    try:
+        if start:
+            state = nvim.wait_running()
+            import httpx2
+
+            wait_for(lambda: _answers(httpx2, state["port"]), 10, "the server to answer")
+        else:
+            nvim.api.command("sleep 200m")
+        if cli:
+            client = IdeClientProcess(nvim.job_env(), sandbox.root)
+            assert client.connect()["status"] == "connected"
+            nvim.wait_state(lambda s: len(s["sessions"]) == 1, 10, "the CLI session")
+        pid = nvim.pid
+        began = time.perf_counter()
+        nvim.api.command("qa!", async_=True)
+        wait_for(lambda: _exited(pid), 10, "Neovim to exit", interval=0.0002)
+        return (time.perf_counter() - began) * 1000
+    finally:
+        if client is not None:
+            client.close()
+        nvim.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--only", choices=["screen", "stall", "connect", "quit"])
     args = parser.parse_args()
+    parts = {args.only} if args.only else {"screen", "stall", "connect", "quit"}
 
     workdir = Path(tempfile.mkdtemp(prefix="gemini-bench-"))
     try:
@@ -205,43 +266,46 @@ def main() -> None:
         sandbox = Sandbox.create(workdir / "sandbox", manifest)
         register_remote_plugin(sandbox)
 
-        # First screen, runs interleaved: no plugin; the plugin loaded and set up
-        # with auto_start off; the plugin with auto_start on (the start itself).
-        plain_init = workdir / "plain.lua"
-        plain_init.write_text("vim.o.shadafile = 'NONE'\n")
-        loaded_init = workdir / "loaded.lua"
-        loaded_init.write_text(sandbox.init_lua({"auto_start": False}).read_text())
-        with_init = sandbox.init_lua({"auto_start": True})
-        on, loaded, off = [], [], []
-        for _ in range(max(args.runs, 20)):
-            off.append(first_screen_ms(plain_init, sandbox.env))
-            loaded.append(first_screen_ms(loaded_init, sandbox.env))
-            on.append(first_screen_ms(with_init, sandbox.env))
+        lines = [f"{'figure':<46} {'median':>11}  {'min .. max':>17}  {'':6}  target"]
+        if "screen" in parts:
+            lines += first_screen_rows(workdir, sandbox, args.runs)
 
-        stalls_on, stalls_off, discovery, port = [], [], [], []
-        for _ in range(args.runs):
-            r = run_stall(sandbox, True)
-            stalls_on.append(r["stall_ms"])
-            discovery.append(r["discovery_ms"])
-            port.append(r["port_ms"])
-            stalls_off.append(run_stall(sandbox, False)["stall_ms"])
+        if "stall" in parts:
+            stalls_on, stalls_off, discovery, port = [], [], [], []
+            for _ in range(args.runs):
+                r = run_stall(sandbox, True)
+                stalls_on.append(r["stall_ms"])
+                discovery.append(r["discovery_ms"])
+                port.append(r["port_ms"])
+                stalls_off.append(run_stall(sandbox, False)["stall_ms"])
+            lines += [
+                row("main-loop stall from VimEnter, plugin", stalls_on, 16),
+                row("main-loop stall from VimEnter, no plugin", stalls_off, None),
+                row("VimEnter -> discovery file on disk", discovery, 50),
+                row("VimEnter -> port known in Neovim", port, 50),
+            ]
 
-        first, warm, node_first = connect_times(sandbox, args.runs)
+        if "connect" in parts:
+            first, warm, node_first = connect_times(sandbox, args.runs)
+            lines += [
+                row("IdeClient.connect(), fresh Node process", first, 40),
+                row("IdeClient.connect(), warm (reconnect)", warm, 10),
+                row("  Node's own first fetch (client side)", node_first, None),
+            ]
 
-        added_start = [a - b for a, b in zip(on, loaded, strict=True)]
-        added_loading = [a - b for a, b in zip(loaded, off, strict=True)]
-        lines = [
-            f"{'figure':<46} {'median':>11}  {'min .. max':>17}  {'':6}  target",
-            row("first screen: added by the start", added_start, None),
-            row("first screen: added by loading + setup()", added_loading, None),
-            row("main-loop stall from VimEnter, plugin", stalls_on, 16),
-            row("main-loop stall from VimEnter, no plugin", stalls_off, None),
-            row("VimEnter -> discovery file on disk", discovery, 50),
-            row("VimEnter -> port known in Neovim", port, 50),
-            row("IdeClient.connect(), fresh Node process", first, 40),
-            row("IdeClient.connect(), warm (reconnect)", warm, 10),
-            row("  Node's own first fetch (client side)", node_first, None),
-        ]
+        if "quit" in parts:
+            ensure_interop_packages()
+            idle, running, connected = [], [], []
+            for _ in range(args.runs):  # interleaved
+                idle.append(quit_ms(sandbox, start=False, cli=False))
+                running.append(quit_ms(sandbox, start=True, cli=False))
+                connected.append(quit_ms(sandbox, start=True, cli=True))
+            base = statistics.median(idle)
+            lines += [
+                row(":qa, plugin loaded, not started", idle, None),
+                row(":qa added, server running", [v - base for v in running], 50),
+                row(":qa added, server running + CLI connected", [v - base for v in connected], 50),
+            ]
         print("\n".join(lines))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

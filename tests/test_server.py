@@ -281,6 +281,9 @@ def test_a_killed_neovims_stale_file_is_removed_by_the_next_start(
 ) -> None:
     first = nvim_factory()
     stale = Path(first.wait_running()["discovery_file"])
+    # Both killed at once (a killed Neovim alone: its host removes the file, below).
+    host = first.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    os.kill(host, signal.SIGKILL)
     os.kill(first.pid, signal.SIGKILL)
     wait_for(
         lambda: not Path(f"/proc/{first.pid}").exists() or _zombie(first.pid), 10, "nvim to die"
@@ -296,6 +299,12 @@ def test_a_killed_neovims_stale_file_is_removed_by_the_next_start(
     assert not stale.exists()
     assert foreign.exists()
     assert Path(state["discovery_file"]).exists()
+
+
+def test_a_killed_neovims_host_removes_the_discovery_file(nvim: Nvim) -> None:
+    path = Path(nvim.state()["discovery_file"])
+    os.kill(nvim.pid, signal.SIGKILL)
+    wait_for(lambda: not path.exists(), 10, "the host to remove the file when Neovim dies")
 
 
 def _zombie(pid: int) -> bool:

@@ -38,7 +38,19 @@ local expected_exit = false
 --- Runs pynvim's plugin host with only this plugin. The interpreter's current
 --- directory is not put on sys.path (a stray module there must not shadow ours),
 --- as Neovim's own provider does.
-local HOST_MAIN = "import sys; sys.path[:] = [p for p in sys.path if p]; " .. "import pynvim; pynvim.start_host()"
+--- Once pynvim's loop ends (Neovim quits), `host_exited()` ends the companion and
+--- the process at once: the interpreter's own teardown takes over a second with the
+--- server's packages loaded, and `:qa` waits for this process to exit.
+local HOST_MAIN = table.concat({
+  "import sys",
+  "sys.path[:] = [p for p in sys.path if p]",
+  "import pynvim",
+  "try:",
+  "    pynvim.start_host()",
+  "finally:",
+  "    m = sys.modules.get('gemini_companion')",
+  "    if m is not None: m.host_exited(sys.exc_info()[1])",
+}, "\n")
 
 ---@return string? package directory of the Python side
 local function package_dir()

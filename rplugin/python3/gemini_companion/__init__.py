@@ -12,6 +12,7 @@ server thread.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ class GeminiCompanionPlugin:
 
     def __init__(self, nvim: pynvim.Nvim) -> None:
         self._nvim = nvim
+        _plugins.append(self)
 
     def __getattr__(self, name: str) -> Any:
         if name == "_editor":
@@ -158,3 +160,29 @@ class GeminiCompanionPlugin:
         # (views, discovery file) gets a few milliseconds, the server thread none.
         if (companion := self._existing()) is not None and companion.running:
             companion.stop(wait=0.02)
+
+
+# The plugin object pynvim made (one per host), for host_exited().
+_plugins: list[GeminiCompanionPlugin] = []
+
+
+def host_exited(error: BaseException | None = None) -> None:
+    """pynvim's loop has ended in the plugin's own host process (host.lua's job runs
+    this after ``start_host()`` returns or raises: Neovim quits, closed the channel,
+    or sent SIGTERM): the companion's run ends (discovery file, views) within a few
+    milliseconds, the log is flushed, and the process exits without the
+    interpreter's teardown, which takes over a second with the server's packages
+    imported and which Neovim's ``:qa`` would wait for. ``error``: what ended the
+    loop; pynvim ends it with an exception on SIGTERM, the usual way out."""
+    code = 0
+    try:
+        for plugin in _plugins:
+            companion = plugin._existing()
+            if companion is not None and companion.running:
+                companion.stop(wait=0.02)
+        if error is not None and not str(error).startswith("Received signal"):
+            code = 1  # EOFError: Neovim went away without quitting (it was killed)
+            log.warning("the Neovim channel ended: %r", error)
+        logging.shutdown()
+    finally:
+        os._exit(code)

@@ -338,17 +338,20 @@ class Companion:
         run.start()
 
     def stop(self, wait: float = 0.0) -> None:
-        """Post the run's shutdown to its loop and return at once (or after at most
-        ``wait`` seconds for the shutdown to have run); clean up here when the loop
-        is gone. The server thread winds down by itself."""
+        """Post the run's shutdown to its loop and return at once; clean up here when
+        the loop is gone. The server thread winds down by itself.
+
+        ``wait`` (only as the process ends): wait that long for the shutdown, then
+        clean up here if the loop has not (it may still be importing the server's
+        packages), so the discovery file never outlives the process."""
         run, self._run = self._run, None
         if run is None:
             self._publish(None, stopped_state(self._workspace_path, self._error))
             return
         if not run.server.call_soon(run.shutdown):
             run.close(None)  # the loop is gone: nobody else touches the run now
-        elif wait > 0:
-            run.closed.wait(wait)
+        elif wait > 0 and not run.closed.wait(wait):
+            run.close(None)
 
     def _fail(self, message: str) -> None:
         log.error(message)
