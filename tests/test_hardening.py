@@ -385,17 +385,14 @@ class NoListener:
         pass
 
 
-async def no_tools(session_id: str | None, name: str, arguments: Any) -> Any:
-    raise AssertionError("no tool calls here")
-
-
 @pytest.fixture
 def quick_server() -> Iterator[Any]:
     """A server with a 0.5 s header deadline and room for 5 connections."""
     from gemini_companion.server import CompanionServer, ServerOptions
+    from gemini_companion.tools import IDE_PATH, ToolRegistry
 
     options = ServerOptions(token="t" * 43, header_timeout_seconds=0.5, max_connections=5)
-    server = CompanionServer(options, tools=no_tools, listener=NoListener())
+    server = CompanionServer(options, {IDE_PATH: ToolRegistry("none")}, listener=NoListener())
     server.start()
     wait_for(lambda: _answers(server.port), 15, "the server to answer")
     yield server

@@ -32,7 +32,9 @@ from .discovery import (
     workspace_path_value,
 )
 from .editor import ERROR, INFO, WARN, Editor
-from .server import CompanionServer, ServerOptions, ToolResult
+from .server import CompanionServer, ServerOptions
+from .tools import IDE_PATH
+from .tools.ide import ide_tools
 
 if TYPE_CHECKING:
     from .sessions import SessionStream
@@ -143,8 +145,10 @@ class ServerRun:
         server_options = ServerOptions(token=token, keep_alive_seconds=options.keep_alive_seconds)
         if options.max_body_bytes:
             server_options.max_body_bytes = options.max_body_bytes
+        self.diffs = DiffController(editor, self._notify_session, self._path_policy)
+        endpoints = {IDE_PATH: ide_tools(self.diffs)}
         try:
-            self.server = CompanionServer(server_options, tools=self.call_tool, listener=self)
+            self.server = CompanionServer(server_options, endpoints, listener=self)
         except OSError as exc:
             raise StartError(f"could not listen on 127.0.0.1: {exc}") from exc
         self._discovery = DiscoveryFile(directory, options.nvim_pid, self.server.port, token)
@@ -158,7 +162,6 @@ class ServerRun:
             raise StartError(f"could not write the discovery file in {directory}: {exc}") from exc
         self._sessions: dict[str, SessionInfo] = {}
         self.started_at = time.time()
-        self.diffs = DiffController(editor, self._notify_session, self._path_policy)
         server = self.server
         self.context = ContextTracker(
             lambda: server.streams,
@@ -215,15 +218,6 @@ class ServerRun:
     def _path_policy(self) -> PathPolicy:
         """Where diffs may show files: the workspace folders and ``diff.allowed_dirs``."""
         return PathPolicy.of([*self._workspace_dirs, *self._allowed_dirs])
-
-    async def call_tool(
-        self, session_id: str | None, name: str, arguments: Mapping[str, Any]
-    ) -> ToolResult:
-        if name == "openDiff":
-            return await self.diffs.open_diff(session_id, arguments)
-        if name == "closeDiff":
-            return await self.diffs.close_diff(session_id, arguments)
-        return ToolResult.error(f"Unknown tool: {name}")
 
     async def _notify_session(
         self, session_id: str, method: str, params: Mapping[str, Any]

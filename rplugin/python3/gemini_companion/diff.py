@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .editor import Editor
-from .server import ToolResult
 from .text import InvalidTextError, check_text, from_body, to_buffer
+from .tools import ToolResult
 
 log = logging.getLogger(__name__)
 

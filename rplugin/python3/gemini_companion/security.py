@@ -42,10 +42,20 @@ async def send_error(send: Send, status: int, message: str) -> None:
 
 class RequestGuard:
     """ASGI middleware: 403 for any Origin or a foreign Host, 401 without the token,
-    404 off ``/mcp``, 413 for bodies over ``max_body_bytes``."""
+    404 off the served paths (``/mcp``, and ``/tools`` for Neovim's tools), 413 for
+    bodies over ``max_body_bytes``."""
 
-    def __init__(self, app: ASGIApp, *, token: str, port: int, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str,
+        port: int,
+        max_body_bytes: int,
+        paths: frozenset[str] = frozenset({MCP_PATH}),
+    ) -> None:
         self._app = app
+        self._paths = paths
         self._expected_auth = f"Bearer {token}".encode()
         self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
         self._max = max_body_bytes
@@ -66,7 +76,7 @@ class RequestGuard:
         if not hmac.compare_digest(headers.get(b"authorization", b""), self._expected_auth):
             await send_error(send, 401, "Unauthorized")
             return
-        if scope["path"] != MCP_PATH:
+        if scope["path"] not in self._paths:
             await send_error(send, 404, "Not found")
             return
         length = headers.get(b"content-length")

@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .security import DEFAULT_MAX_BODY_BYTES, MCP_PATH, RequestGuard
+from .security import DEFAULT_MAX_BODY_BYTES, ASGIApp, Receive, RequestGuard, Scope, Send
+from .tools import IDE_PATH, ToolRegistry, ToolResult
 
 if TYPE_CHECKING:
     import uvicorn
@@ -34,48 +35,9 @@ log = logging.getLogger(__name__)
 SERVER_NAME = "gemini-companion.nvim"
 SERVER_VERSION = "0.1.0"
 
-# Tool input schemas (ide-companion-spec.md section III; client-behaviour.md adds
-# ``suppressNotification`` to closeDiff).
-OPEN_DIFF_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "filePath": {"type": "string", "description": "Absolute path of the file to diff"},
-        "newContent": {"type": "string", "description": "The proposed new content"},
-    },
-    "required": ["filePath", "newContent"],
-}
-CLOSE_DIFF_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "filePath": {"type": "string", "description": "Absolute path of the diffed file"},
-        "suppressNotification": {"type": "boolean"},
-    },
-    "required": ["filePath"],
-}
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """What a tool answers: text parts (none for an empty ``content``) and the error flag."""
-
-    texts: tuple[str, ...] = ()
-    is_error: bool = False
-
-    @classmethod
-    def error(cls, message: str) -> ToolResult:
-        return cls((message,), True)
-
 
 class ServerExitedError(RuntimeError):
     """Uvicorn returned without an exception although nobody asked it to exit."""
-
-
-class ToolHandler(Protocol):
-    """Runs a ``tools/call`` on the server loop for the session that made it."""
-
-    async def __call__(
-        self, session_id: str | None, name: str, arguments: Mapping[str, Any]
-    ) -> ToolResult: ...
 
 
 class SessionListener(Protocol):
@@ -101,10 +63,17 @@ class CompanionServer:
     manager can run only once)."""
 
     def __init__(
-        self, options: ServerOptions, tools: ToolHandler, listener: SessionListener
+        self,
+        options: ServerOptions,
+        endpoints: Mapping[str, ToolRegistry],
+        listener: SessionListener,
     ) -> None:
+        """``endpoints`` maps each served path to its tools; the IDE spec's ``/mcp``
+        is required and is the only one whose sessions the listener hears about."""
+        if IDE_PATH not in endpoints:
+            raise ValueError(f"the IDE endpoint {IDE_PATH} is required")
         self.options = options
-        self._tools = tools
+        self._endpoints = dict(endpoints)
         self._listener = listener
         self._loop = asyncio.new_event_loop()
         # IPPROTO_TCP given explicitly: asyncio sets TCP_NODELAY on accepted sockets
@@ -218,7 +187,7 @@ class CompanionServer:
 
         from .connections import ConnectionLimits, ConnectionTable, protocol_class
 
-        app = self._build_app()
+        app, lifespans = self._build_app()
         self.connections = ConnectionTable(
             ConnectionLimits(
                 max_connections=self.options.max_connections,
@@ -240,46 +209,36 @@ class CompanionServer:
         if self._exit_requested:  # asked to exit while importing: never serve
             return
         assert self.streams is not None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.streams.keep_alive, self.options.keep_alive_seconds)
-            await server.serve(sockets=[self._sock])
-            tg.cancel_scope.cancel()
+        async with contextlib.AsyncExitStack() as stack:
+            # Uvicorn runs the lifespan of the app it serves (the IDE endpoint's);
+            # the other endpoints' session managers are run here.
+            for lifespan in lifespans:
+                await stack.enter_async_context(lifespan)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.streams.keep_alive, self.options.keep_alive_seconds)
+                await server.serve(sockets=[self._sock])
+                tg.cancel_scope.cancel()
 
-    def _build_app(self) -> Any:
+    def _sdk_app(self, path: str, registry: ToolRegistry) -> Any:
+        """The mcp SDK's Streamable HTTP app serving ``registry`` at ``path``."""
         import mcp_types as types
         from mcp.server.lowlevel import Server
         from mcp.server.transport_security import TransportSecuritySettings
 
-        from .sessions import SessionStreams
-
-        tools = self._tools
+        listed = [
+            types.Tool(name=t.name, description=t.description, input_schema=dict(t.input_schema))
+            for t in registry
+        ]
 
         async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-            return types.ListToolsResult(
-                tools=[
-                    types.Tool(
-                        name="openDiff",
-                        description="Show a proposed change as a diff in Neovim for review",
-                        input_schema=OPEN_DIFF_SCHEMA,
-                    ),
-                    types.Tool(
-                        name="closeDiff",
-                        description="Close the diff view of a file and return its final content",
-                        input_schema=CLOSE_DIFF_SCHEMA,
-                    ),
-                ]
-            )
+            return types.ListToolsResult(tools=listed)
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             session_id = None
             request = getattr(ctx, "request", None)
             if request is not None:
                 session_id = request.headers.get("mcp-session-id")
-            try:
-                result = await tools(session_id, params.name, params.arguments or {})
-            except Exception as exc:
-                log.exception("tool %s failed", params.name)
-                result = ToolResult.error(f"{params.name} failed: {exc}")
+            result: ToolResult = await registry.call(session_id, params.name, params.arguments)
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=t) for t in result.texts],
                 is_error=result.is_error,
@@ -289,23 +248,53 @@ class CompanionServer:
             SERVER_NAME, version=SERVER_VERSION, on_list_tools=list_tools, on_call_tool=call_tool
         )
         mcp_server.middleware = []  # no OpenTelemetry spans from inside an editor
-        sdk_app = mcp_server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
+        return mcp_server.streamable_http_app(
+            streamable_http_path=path,
             max_request_body_size=self.options.max_body_bytes,
             # Host and Origin are checked by RequestGuard, with a stricter policy.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             session_idle_timeout=None,
         )
+
+    def _build_app(self) -> tuple[ASGIApp, list[contextlib.AbstractAsyncContextManager[Any]]]:
+        from .sessions import SessionStreams
+
         listener = self._listener
-        self.streams = SessionStreams(
-            sdk_app, on_open=listener.session_opened, on_close=listener.session_closed
-        )
-        return RequestGuard(
-            self.streams,
+        routes: dict[str, ASGIApp] = {}
+        lifespans: list[contextlib.AbstractAsyncContextManager[Any]] = []
+        for path, registry in self._endpoints.items():
+            app = self._sdk_app(path, registry)
+            if path == IDE_PATH:
+                self.streams = SessionStreams(
+                    app, on_open=listener.session_opened, on_close=listener.session_closed
+                )
+                routes[path] = self.streams
+            else:
+                routes[path] = app
+                lifespans.append(app.router.lifespan_context(app))
+        guard = RequestGuard(
+            _PathRouter(routes, lifespan=routes[IDE_PATH]),
             token=self.options.token,
             port=self.port,
             max_body_bytes=self.options.max_body_bytes,
+            paths=frozenset(routes),
         )
+        return guard, lifespans
+
+
+class _PathRouter:
+    """Each request to the app of its path; the lifespan to the IDE endpoint's app.
+    RequestGuard has already refused any other path."""
+
+    def __init__(self, routes: Mapping[str, ASGIApp], *, lifespan: ASGIApp) -> None:
+        self._routes = dict(routes)
+        self._lifespan = lifespan
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(scope, receive, send)
+            return
+        await self._routes[scope["path"]](scope, receive, send)
 
 
 _background: set[asyncio.Task[Any]] = set()
