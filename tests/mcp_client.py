@@ -116,9 +116,9 @@ class McpConnection:
 
 
 @asynccontextmanager
-async def mcp_connection(port: int, token: str) -> AsyncIterator[McpConnection]:
+async def mcp_connection(port: int, token: str, path: str = "/mcp") -> AsyncIterator[McpConnection]:
     """Initialize a session as Gemini CLI does (protocol 2025-06-18) and keep it open."""
-    url = f"http://127.0.0.1:{port}/mcp"
+    url = f"http://127.0.0.1:{port}{path}"
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
     async with http, streamable_http_client(url, http_client=http) as (read, write):
         conn = McpConnection(read, write)
@@ -160,9 +160,9 @@ class SyncMcpConnection:
 
 
 @contextmanager
-def mcp_client(port: int, token: str) -> Iterator[SyncMcpConnection]:
+def mcp_client(port: int, token: str, path: str = "/mcp") -> Iterator[SyncMcpConnection]:
     with (
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(mcp_connection(port, token)) as conn,
+        portal.wrap_async_context_manager(mcp_connection(port, token, path)) as conn,
     ):
         yield SyncMcpConnection(portal, conn)

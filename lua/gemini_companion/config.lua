@@ -9,6 +9,7 @@ M.defaults = {
   keep_alive_seconds = 15,
   max_request_bytes = 64 * 1024 * 1024,
   context = { debounce_ms = 50 },
+  tools = { enabled = true, lsp_timeout_ms = 3000 },
   diff = {
     keymaps = { accept = "<LocalLeader>a", reject = "<LocalLeader>r" },
     allowed_dirs = {},
@@ -111,6 +112,15 @@ local function validate_context(c)
   check_type("context.trusted", c.trusted, "boolean", true)
 end
 
+---@param t gemini_companion.ToolsConfig
+local function validate_tools(t)
+  check_type("tools", t, "table")
+  check_known("tools", t, M.defaults.tools)
+  check_type("tools.enabled", t.enabled, "boolean")
+  check_type("tools.lsp_timeout_ms", t.lsp_timeout_ms, "number")
+  check("tools.lsp_timeout_ms", t.lsp_timeout_ms >= 1 and t.lsp_timeout_ms <= 60000, "must be between 1 and 60000")
+end
+
 ---@param d gemini_companion.DiffConfig
 local function validate_diff(d)
   check_type("diff", d, "table")
@@ -152,6 +162,7 @@ function M.validate(config)
   check_type("max_request_bytes", config.max_request_bytes, "number")
   check("max_request_bytes", config.max_request_bytes >= 1024, "must be at least 1024")
   validate_context(config.context)
+  validate_tools(config.tools)
   validate_diff(config.diff)
   validate_terminal(config.terminal)
 end

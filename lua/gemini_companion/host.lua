@@ -9,6 +9,7 @@
 ---   diff_accept(id, body, eol, ff)       gemini_companion_diff_accept
 ---   diff_reject(id)                      gemini_companion_diff_reject
 ---   query_info(request) -> answer later  gemini_companion_host_info
+---   tool_result(id, ok, value)           gemini_companion_tool_result
 --- Nothing waits for the Python side: it is a pynvim remote plugin run by pynvim's
 --- own plugin host, in a process of its own that Neovim starts as an RPC job
 --- (`ensure()`). Neovim's python3 provider would start the host synchronously
@@ -178,6 +179,15 @@ function M.diff_reject(id)
   notify("gemini_companion_diff_reject", id)
 end
 
+--- The answer to the Python side's `tool_run` number `id` (tools.lua): `ok` with
+--- the result, or false with the message the agent reads.
+---@param id integer
+---@param ok boolean
+---@param value any
+function M.tool_result(id, ok, value)
+  notify("gemini_companion_tool_result", id, ok, value)
+end
+
 local queries = 0
 ---@type table<integer, table>
 local answers = {}
@@ -248,6 +258,10 @@ local handlers = {
   -- one-way: the view's CLI is gone: keep it, marked
   diff_orphan = function(id)
     require("gemini_companion.diff")._orphan(id)
+  end,
+  -- one-way: run a Neovim tool for the agent; answered later by tool_result()
+  tool_run = function(id, name, args)
+    require("gemini_companion.tools").run(id, name, args)
   end,
   -- answered: the accepted text cannot be sent; whether the view is still open
   diff_accept_failed = function(id, message)

@@ -106,6 +106,7 @@ function M.start(opts)
     max_body_bytes = config.max_request_bytes,
     context = config.context,
     allowed_dirs = config.diff.allowed_dirs,
+    tools = config.tools,
     quiet = opts and opts.quiet or false,
   })
   require("gemini_companion.context").enable(config.context)

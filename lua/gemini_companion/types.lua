@@ -8,6 +8,7 @@
 ---@field keep_alive_seconds? number Interval of SSE keep-alive comments (default 15)
 ---@field max_request_bytes? integer Largest request body accepted (default 64 MiB)
 ---@field context? gemini_companion.ContextOptions What the CLI learns about open files, cursor and selection
+---@field tools? gemini_companion.ToolsOptions Neovim's tools for the agent (diagnostics, buffers, LSP)
 ---@field diff? gemini_companion.DiffOptions The diff review tab
 ---@field terminal? gemini_companion.TerminalOptions The Gemini CLI terminal of :Gemini
 
@@ -18,6 +19,7 @@
 ---@field keep_alive_seconds number
 ---@field max_request_bytes integer
 ---@field context gemini_companion.ContextConfig
+---@field tools gemini_companion.ToolsConfig
 ---@field diff gemini_companion.DiffConfig
 ---@field terminal gemini_companion.TerminalConfig
 
@@ -42,6 +44,14 @@
 ---@class (exact) gemini_companion.ContextConfig
 ---@field debounce_ms number
 ---@field trusted? boolean
+
+---@class (exact) gemini_companion.ToolsOptions
+---@field enabled? boolean Serve Neovim's tools to the agent on the server's /tools endpoint (default true)
+---@field lsp_timeout_ms? integer How long a tool waits for the language server, in ms (default 3000)
+
+---@class (exact) gemini_companion.ToolsConfig
+---@field enabled boolean
+---@field lsp_timeout_ms integer
 
 ---@alias gemini_companion.TerminalPosition "right"|"left"|"bottom"|"float"|"tab"
 

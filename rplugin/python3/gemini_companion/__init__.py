@@ -154,6 +154,11 @@ class GeminiCompanionPlugin:
         if (companion := self._existing()) is not None:
             companion.diff_rejected(diff_id)
 
+    @pynvim.rpc_export("gemini_companion_tool_result")
+    def tool_result(self, call_id: int, ok: bool, value: Any = None) -> None:
+        if (companion := self._existing()) is not None:
+            companion.tool_result(call_id, ok, value)
+
     @pynvim.shutdown_hook
     def shutdown(self) -> None:
         # Neovim is quitting and waits for this process to exit: the run's cleanup

@@ -33,8 +33,9 @@ from .discovery import (
 )
 from .editor import ERROR, INFO, WARN, Editor
 from .server import CompanionServer, ServerOptions
-from .tools import IDE_PATH
+from .tools import IDE_PATH, TOOLS_PATH
 from .tools.ide import ide_tools
+from .tools.neovim import McpHttpServer, NeovimTools, http_server
 
 if TYPE_CHECKING:
     from .sessions import SessionStream
@@ -68,6 +69,7 @@ class StartOptions:
     context_debounce_ms: float = 50.0
     context_trusted: bool | None = None
     allowed_dirs: list[str] = field(default_factory=list)
+    tools_enabled: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -89,6 +91,9 @@ class StartOptions:
         allowed = raw.get("allowed_dirs")
         if isinstance(allowed, Sequence) and not isinstance(allowed, str):
             options.allowed_dirs = [str(d) for d in allowed]
+        tools = raw.get("tools")
+        if isinstance(tools, Mapping) and isinstance(tools.get("enabled"), bool):
+            options.tools_enabled = tools["enabled"]
         options.extra = dict(raw)
         return options
 
@@ -147,10 +152,15 @@ class ServerRun:
             server_options.max_body_bytes = options.max_body_bytes
         self.diffs = DiffController(editor, self._notify_session, self._path_policy)
         endpoints = {IDE_PATH: ide_tools(self.diffs)}
+        self.tools: NeovimTools | None = None
+        if options.tools_enabled:
+            self.tools = NeovimTools(editor, lambda: self._workspace_dirs)
+            endpoints[TOOLS_PATH] = self.tools.registry()
         try:
             self.server = CompanionServer(server_options, endpoints, listener=self)
         except OSError as exc:
             raise StartError(f"could not listen on 127.0.0.1: {exc}") from exc
+        self._token = token
         self._discovery = DiscoveryFile(directory, options.nvim_pid, self.server.port, token)
         try:
             removed = remove_stale_files(directory, options.nvim_pid)
@@ -219,6 +229,13 @@ class ServerRun:
         """Where diffs may show files: the workspace folders and ``diff.allowed_dirs``."""
         return PathPolicy.of([*self._workspace_dirs, *self._allowed_dirs])
 
+    def tools_server(self) -> McpHttpServer | None:
+        """Where an MCP client reaches Neovim's tools (None with ``tools.enabled`` off).
+        Safe on any thread: the port and token are fixed for the run."""
+        if self.tools is None:
+            return None
+        return http_server(self.server.port, self._token)
+
     async def _notify_session(
         self, session_id: str, method: str, params: Mapping[str, Any]
     ) -> bool:
@@ -273,6 +290,8 @@ class ServerRun:
             self.closed.set()
         self.context.stop()
         self.diffs.orphan_all()
+        if self.tools is not None:
+            self.tools.cancel_all()
         self._sessions.clear()
         self._discovery.remove()
         if error is None:
@@ -396,6 +415,21 @@ class Companion:
         run = self._run
         if run is not None:
             run.server.spawn(lambda: run.diffs.rejected(diff_id))
+
+    def tool_result(self, call_id: int, ok: bool, value: Any) -> None:
+        """Neovim answered a tool call (lua/gemini_companion/tools.lua)."""
+        run = self._run
+        if run is not None and run.tools is not None:
+            run.server.call_soon(run.tools.resolve, call_id, ok, value)
+
+    def tools_server(self) -> McpHttpServer | None:
+        """Where an MCP client reaches Neovim's tools while the server runs: the URL
+        and the headers (with the bearer token) to hand an agent (ACP ``session/new``
+        ``mcpServers``: ``.as_acp()``); None when stopped or ``tools.enabled`` is off."""
+        run = self._run
+        if run is None or run.closed.is_set():
+            return None
+        return run.tools_server()
 
     # -- state -----------------------------------------------------------------------
 

@@ -41,6 +41,10 @@ class Editor(Protocol):
     def orphan_diff(self, diff_id: int) -> None:
         """The view's CLI is gone: keep the view, marked, with any edits."""
 
+    def run_tool(self, call_id: int, name: str, arguments: Mapping[str, Any]) -> None:
+        """Run a Neovim tool (``lua/gemini_companion/tools.lua``); the answer comes back
+        as ``Companion.tool_result(call_id, ok, value)``."""
+
     # -- answered ----------------------------------------------------------------------
 
     def open_diff(self, spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:

@@ -84,6 +84,9 @@ class NvimEditor:
     def orphan_diff(self, diff_id: int) -> None:
         self._send("diff_orphan", diff_id)
 
+    def run_tool(self, call_id: int, name: str, arguments: Mapping[str, Any]) -> None:
+        self._send("tool_run", call_id, name, dict(arguments))
+
     # -- answered ----------------------------------------------------------------------
 
     def open_diff(self, spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:

@@ -1,0 +1,499 @@
+"""Issue 13: Neovim's knowledge as MCP tools, served on ``/tools``.
+
+A real MCP client (the mcp SDK's Streamable HTTP client) calls every tool against a
+real headless Neovim with real buffers; diagnostics are set with
+``vim.diagnostic.set``; the language-server tools run against a real language
+server (python-lsp-server, installed by the test setup).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from harness import Nvim, wait_for
+from mcp_client import SyncMcpConnection, initialize_request, mcp_client, post_headers
+
+TOOLS = [
+    "getDiagnostics",
+    "readBuffer",
+    "listOpenBuffers",
+    "getSelection",
+    "findDefinition",
+    "findReferences",
+    "documentSymbols",
+]
+
+
+@contextmanager
+def tools_client(nvim: Nvim) -> Iterator[SyncMcpConnection]:
+    with mcp_client(nvim.state()["port"], nvim.token(), "/tools") as conn:
+        yield conn
+
+
+def call(conn: SyncMcpConnection, name: str, arguments: dict[str, Any] | None = None) -> Any:
+    """The JSON a tool answered; fails the test when it answered an error."""
+    result = conn.call_tool(name, arguments or {})
+    assert not result.get("isError"), f"{name} answered an error: {result}"
+    [part] = result["content"]
+    return json.loads(part["text"])
+
+
+def error(conn: SyncMcpConnection, name: str, arguments: dict[str, Any]) -> str:
+    """The error text a tool answered; fails the test when it did not refuse."""
+    result = conn.call_tool(name, arguments)
+    assert result.get("isError") is True, f"{name} did not refuse {arguments}: {result}"
+    return str(result["content"][0]["text"])
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\ny = 2\nz = 3\n")
+    (root / "b.txt").write_text("one\ntwo\n")
+    return root
+
+
+@pytest.fixture
+def editor(nvim_factory: Callable[..., Nvim], workspace: Path) -> Nvim:
+    nvim = nvim_factory(cwd=workspace)
+    nvim.wait_running()
+    return nvim
+
+
+def edit(nvim: Nvim, path: Path) -> int:
+    nvim.api.command(f"edit {path}")
+    return int(nvim.api.current.buffer.number)
+
+
+# -- the endpoint ------------------------------------------------------------------------
+
+
+def test_tools_endpoint_lists_every_neovim_tool_and_the_ide_endpoint_only_the_diff_tools(
+    editor: Nvim,
+) -> None:
+    with tools_client(editor) as conn:
+        listed = conn.request("tools/list")["tools"]
+    assert [t["name"] for t in listed] == TOOLS
+    for tool in listed:
+        assert tool["description"]
+        assert tool["inputSchema"]["type"] == "object"
+    by_name = {t["name"]: t for t in listed}
+    assert by_name["readBuffer"]["inputSchema"]["required"] == ["filePath"]
+    assert by_name["findReferences"]["inputSchema"]["required"] == [
+        "filePath",
+        "line",
+        "character",
+    ]
+    with mcp_client(editor.state()["port"], editor.token()) as ide:
+        names = sorted(t["name"] for t in ide.request("tools/list")["tools"])
+    assert names == ["closeDiff", "openDiff"]
+
+
+def test_tools_endpoint_has_the_ide_servers_trust_rules(editor: Nvim) -> None:
+    port, token = editor.state()["port"], editor.token()
+    url = f"http://127.0.0.1:{port}/tools"
+    good = post_headers(token)
+    body = json.dumps(initialize_request())
+    with httpx2.Client(timeout=10) as http:
+        assert http.post(url, content=body, headers=post_headers("nope")).status_code == 401
+        no_token = {k: v for k, v in good.items() if k != "Authorization"}
+        assert http.post(url, content=body, headers=no_token).status_code == 401
+        origin = {**good, "Origin": f"http://127.0.0.1:{port}"}
+        assert http.post(url, content=body, headers=origin).status_code == 403
+        foreign = {**good, "Host": f"evil.example:{port}"}
+        assert http.post(url, content=body, headers=foreign).status_code == 403
+        assert http.post(url + "/x", content=body, headers=good).status_code == 404
+        assert http.post(url, content=body, headers=good).status_code == 200
+
+
+def test_tools_endpoint_sessions_are_not_cli_sessions(editor: Nvim) -> None:
+    """A client of /tools gets no ide/contextUpdate and is not counted as a CLI."""
+    with tools_client(editor) as conn:
+        call(conn, "listOpenBuffers")
+        assert editor.state()["sessions"] == []
+
+
+def test_tools_can_be_turned_off(nvim_factory: Callable[..., Nvim], workspace: Path) -> None:
+    nvim = nvim_factory(cwd=workspace, setup={"tools": {"enabled": False}})
+    nvim.wait_running()
+    port, token = nvim.state()["port"], nvim.token()
+    with httpx2.Client(timeout=10) as http:
+        response = http.post(
+            f"http://127.0.0.1:{port}/tools",
+            content=json.dumps(initialize_request()),
+            headers=post_headers(token),
+        )
+    assert response.status_code == 404
+
+
+def test_unknown_tools_and_bad_arguments_get_clear_errors(editor: Nvim, workspace: Path) -> None:
+    with tools_client(editor) as conn:
+        assert "Unknown tool: openDiff" in error(conn, "openDiff", {})
+        assert "'filePath' is missing" in error(conn, "readBuffer", {})
+        assert "must be an integer" in error(
+            conn, "readBuffer", {"filePath": "a.py", "startLine": "1"}
+        )
+        assert "between 1 and" in error(conn, "readBuffer", {"filePath": "a.py", "startLine": 0})
+        assert "before startLine" in error(
+            conn, "readBuffer", {"filePath": "a.py", "startLine": 3, "endLine": 2}
+        )
+        assert "unknown argument(s) path" in error(conn, "readBuffer", {"path": "a.py"})
+        assert "severity must be one of" in error(conn, "getDiagnostics", {"severity": "fatal"})
+        assert "NUL" in error(conn, "readBuffer", {"filePath": "a\0.py"})
+        assert "'character' is missing" in error(
+            conn, "findDefinition", {"filePath": "a.py", "line": 1}
+        )
+
+
+# -- buffers -------------------------------------------------------------------------------
+
+
+def test_read_buffer_returns_unsaved_text_with_a_line_range(editor: Nvim, workspace: Path) -> None:
+    buf = edit(editor, workspace / "a.py")
+    editor.lua("vim.api.nvim_buf_set_lines(..., 1, 2, false, {'y = 42  # unsaved'})", buf)
+    with tools_client(editor) as conn:
+        whole = call(conn, "readBuffer", {"filePath": str(workspace / "a.py")})
+        assert whole["text"] == "x = 1\ny = 42  # unsaved\nz = 3"
+        assert whole["modified"] is True
+        assert (whole["startLine"], whole["endLine"], whole["lineCount"]) == (1, 3, 3)
+        # Relative paths are taken from the workspace root.
+        part = call(conn, "readBuffer", {"filePath": "a.py", "startLine": 2, "endLine": 2})
+        assert part["text"] == "y = 42  # unsaved"
+        assert part["filePath"] == str(workspace / "a.py")
+        # An end past the last line is the last line.
+        tail = call(conn, "readBuffer", {"filePath": "a.py", "startLine": 3, "endLine": 99})
+        assert tail["text"] == "z = 3"
+    assert (workspace / "a.py").read_text() == "x = 1\ny = 2\nz = 3\n"  # nothing written
+
+
+def test_read_buffer_refuses_what_it_cannot_or_may_not_read(
+    editor: Nvim, workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    edit(editor, workspace / "a.py")
+    with tools_client(editor) as conn:
+        message = error(conn, "readBuffer", {"filePath": str(workspace / "missing.py")})
+        assert "no such file" in message
+        message = error(conn, "readBuffer", {"filePath": str(workspace / "b.txt")})
+        assert "not open in Neovim" in message and "read it from disk" in message
+        message = error(conn, "readBuffer", {"filePath": str(outside)})
+        assert "outside the workspace" in message
+        assert "secret" not in message
+        message = error(conn, "readBuffer", {"filePath": "a.py", "startLine": 10})
+        assert "past the end" in message and "3 lines" in message
+    # The same file, once the user opened it, may be read.
+    edit(editor, outside)
+    with tools_client(editor) as conn:
+        assert call(conn, "readBuffer", {"filePath": str(outside)})["text"] == "secret"
+
+
+def test_read_buffer_refuses_huge_ranges_and_pages_long_buffers(
+    editor: Nvim, workspace: Path
+) -> None:
+    big = workspace / "big.txt"
+    big.write_text("".join(f"line {i}\n" for i in range(1, 5001)))
+    edit(editor, big)
+    with tools_client(editor) as conn:
+        message = error(conn, "readBuffer", {"filePath": str(big), "startLine": 1, "endLine": 4000})
+        assert "too many at once" in message and "at most 2000" in message
+        first = call(conn, "readBuffer", {"filePath": str(big)})
+        assert (first["startLine"], first["endLine"], first["lineCount"]) == (1, 2000, 5000)
+        assert "startLine=2001" in first["note"]
+        assert first["text"].endswith("\nline 2000")
+
+
+def test_read_buffer_refuses_binary_buffers(editor: Nvim, workspace: Path) -> None:
+    data = workspace / "data.bin"
+    data.write_bytes(b"\x7fELF\x00\x01\x02\xff\xfe\n")
+    editor.api.command(f"edit {data}")
+    notes = workspace / "latin1.txt"
+    notes.write_bytes(b"caf\xe9\n")
+    editor.api.command(f"edit ++enc=utf-8 ++bin {notes}")
+    with tools_client(editor) as conn:
+        assert "not text" in error(conn, "readBuffer", {"filePath": str(data)})
+        message = error(conn, "readBuffer", {"filePath": str(notes)})
+        assert "binary" in message or "not text" in message
+
+
+def test_list_open_buffers_tells_modified_filetype_and_language_servers(
+    editor: Nvim, workspace: Path
+) -> None:
+    edit(editor, workspace / "b.txt")
+    buf = edit(editor, workspace / "a.py")
+    editor.lua("vim.api.nvim_buf_set_lines(..., 0, 1, false, {'x = 0'})", buf)
+    editor.api.command("enew")  # a scratch buffer is not a file: not listed
+    with tools_client(editor) as conn:
+        buffers = call(conn, "listOpenBuffers")["buffers"]
+    by_path = {b["filePath"]: b for b in buffers}
+    assert set(by_path) == {str(workspace / "a.py"), str(workspace / "b.txt")}
+    a, b = by_path[str(workspace / "a.py")], by_path[str(workspace / "b.txt")]
+    assert (a["modified"], a["filetype"], a["lineCount"]) == (True, "python", 3)
+    assert (b["modified"], b["filetype"]) == (False, "text")
+    assert a["languageServers"] == [] and a["inWorkspace"] is True
+    assert buffers[0]["filePath"] == str(workspace / "a.py")  # most recently used first
+
+
+def test_get_selection_gives_the_current_or_the_last_visual_selection(
+    editor: Nvim, workspace: Path
+) -> None:
+    edit(editor, workspace / "a.py")
+    with tools_client(editor) as conn:
+        assert "nothing is selected" in call(conn, "getSelection")["note"]
+        editor.api.input("ggjvl")  # Visual mode, line 2, two characters
+        wait_for(lambda: editor.api.api.get_mode()["mode"] == "v", 5, "Visual mode")
+        current = call(conn, "getSelection")
+        assert current["text"] == "y " and current["current"] is True
+        assert (current["startLine"], current["startCharacter"]) == (2, 1)
+        assert (current["endLine"], current["endCharacter"]) == (2, 2)
+        editor.api.input("<Esc>ggVj<Esc>")
+        wait_for(lambda: editor.api.api.get_mode()["mode"] == "n", 5, "Normal mode")
+        editor.api.command("enew")  # the user moved on: the last selection still counts
+        last = call(conn, "getSelection")
+    assert last["text"] == "x = 1\ny = 2"
+    assert last["mode"] == "linewise" and last["current"] is False
+    assert last["filePath"] == str(workspace / "a.py")
+    assert (last["startLine"], last["endLine"]) == (1, 2)
+
+
+# -- diagnostics ---------------------------------------------------------------------------
+
+SET_DIAGNOSTICS = """
+local buf, items = ...
+local ns = vim.api.nvim_create_namespace('gemini_companion_test')
+vim.diagnostic.set(ns, buf, items)
+"""
+
+
+def diagnostic(lnum: int, col: int, severity: int, message: str, **extra: Any) -> dict[str, Any]:
+    return {"lnum": lnum, "col": col, "severity": severity, "message": message, **extra}
+
+
+def test_get_diagnostics_for_one_file_or_every_open_file(editor: Nvim, workspace: Path) -> None:
+    b = edit(editor, workspace / "b.txt")
+    a = edit(editor, workspace / "a.py")
+    editor.lua(
+        SET_DIAGNOSTICS,
+        a,
+        [
+            diagnostic(1, 4, 2, "unused value", source="lint", code="W1", end_col=6),
+            diagnostic(0, 0, 1, "undefined name 'x'", source="pyright"),
+        ],
+    )
+    editor.lua(SET_DIAGNOSTICS, b, [diagnostic(1, 0, 4, "consider a title")])
+    with tools_client(editor) as conn:
+        every = call(conn, "getDiagnostics")
+        one = call(conn, "getDiagnostics", {"filePath": "b.txt"})
+        errors = call(conn, "getDiagnostics", {"severity": "error"})
+        not_open = call(conn, "getDiagnostics", {"filePath": str(workspace / "c.py")})
+    assert every["total"] == 3
+    assert every["counts"] == {"error": 1, "warning": 1, "info": 0, "hint": 1}
+    first, second, third = every["diagnostics"]
+    assert first == {
+        "filePath": str(workspace / "a.py"),
+        "severity": "error",
+        "line": 1,
+        "character": 1,
+        "endLine": 1,
+        "endCharacter": 1,
+        "message": "undefined name 'x'",
+        "source": "pyright",
+    }
+    assert (second["severity"], second["line"], second["character"]) == ("warning", 2, 5)
+    assert (second["endCharacter"], second["code"], second["source"]) == (7, "W1", "lint")
+    assert third["filePath"] == str(workspace / "b.txt")
+    assert [d["message"] for d in one["diagnostics"]] == ["consider a title"]
+    assert [d["severity"] for d in errors["diagnostics"]] == ["error"]
+    assert not_open["diagnostics"] == [] and "not open" in not_open["note"]
+
+
+def test_get_diagnostics_is_capped_and_summarised(editor: Nvim, workspace: Path) -> None:
+    a = edit(editor, workspace / "a.py")
+    items = [diagnostic(i % 3, 0, 1 + i % 4, f"problem {i}") for i in range(600)]
+    editor.lua(SET_DIAGNOSTICS, a, items)
+    with tools_client(editor) as conn:
+        default = call(conn, "getDiagnostics")
+        few = call(conn, "getDiagnostics", {"limit": 5})
+    assert default["total"] == 600 and len(default["diagnostics"]) == 100
+    assert default["truncated"] is True and "100 most severe of 600" in default["note"]
+    assert default["counts"] == {"error": 150, "warning": 150, "info": 150, "hint": 150}
+    assert [d["severity"] for d in few["diagnostics"]] == ["error"] * 5
+
+
+def test_characters_are_counted_as_code_points(editor: Nvim, workspace: Path) -> None:
+    text = workspace / "u.txt"
+    text.write_text("héllo wörld\n")
+    buf = edit(editor, text)
+    # "w" of "wörld" is byte 7 (é is two bytes), character 7.
+    editor.lua(SET_DIAGNOSTICS, buf, [diagnostic(0, 7, 1, "typo", end_col=13)])
+    with tools_client(editor) as conn:
+        [found] = call(conn, "getDiagnostics")["diagnostics"]
+    assert (found["character"], found["endCharacter"]) == (7, 12)
+
+
+def test_diagnostics_outside_the_workspace_are_refused_unless_open(
+    editor: Nvim, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("pass\n")
+    with tools_client(editor) as conn:
+        assert "outside the workspace" in error(conn, "getDiagnostics", {"filePath": str(outside)})
+
+
+# -- language servers ----------------------------------------------------------------------
+
+PYLSP = Path(sys.executable).with_name("pylsp")
+
+START_PYLSP = """
+local cmd, root = ...
+local buf = vim.api.nvim_get_current_buf()
+return vim.lsp.start({ name = 'pylsp', cmd = { cmd }, root_dir = root }, { bufnr = buf })
+"""
+
+LIBRARY = """\
+def greet(name):
+    return "hello " + name
+
+
+class Greeter:
+    def run(self):
+        return greet("world")
+"""
+
+MAIN = """\
+from lib import greet
+
+print(greet("a"))
+print(greet("b"))
+"""
+
+
+@pytest.fixture
+def python_project(workspace: Path) -> Path:
+    (workspace / "lib.py").write_text(LIBRARY)
+    (workspace / "main.py").write_text(MAIN)
+    return workspace
+
+
+def attach_pylsp(nvim: Nvim, root: Path) -> None:
+    if not PYLSP.exists():
+        pytest.fail(f"python-lsp-server is not installed ({PYLSP}): run scripts/setup")
+    client = nvim.lua(START_PYLSP, str(PYLSP), str(root))
+    assert client, "vim.lsp.start did not start pylsp"
+    wait_for(
+        lambda: nvim.lua(
+            "local c = vim.lsp.get_clients({ bufnr = 0 })[1]; return c and c.initialized"
+        ),
+        30,
+        "pylsp to initialize",
+    )
+
+
+def test_language_server_tools_answer_through_a_real_language_server(
+    editor: Nvim, python_project: Path
+) -> None:
+    edit(editor, python_project / "lib.py")
+    attach_pylsp(editor, python_project)
+    edit(editor, python_project / "main.py")
+    attach_pylsp(editor, python_project)
+    main, lib = str(python_project / "main.py"), str(python_project / "lib.py")
+    with tools_client(editor) as conn:
+        listed = {b["filePath"]: b for b in call(conn, "listOpenBuffers")["buffers"]}
+        assert listed[main]["languageServers"] == ["pylsp"]
+        # main.py line 3 is `print(greet("a"))`: greet starts at character 7.
+        found = call(conn, "findDefinition", {"filePath": main, "line": 3, "character": 8})
+        [definition] = [loc for loc in found["locations"] if loc["filePath"] == lib]
+        assert (definition["line"], definition["character"]) == (1, 5)
+        assert definition["text"] == "def greet(name):"
+        refs = call(
+            conn,
+            "findReferences",
+            {"filePath": lib, "line": 1, "character": 5, "includeDeclaration": True},
+        )
+        places = sorted((Path(r["filePath"]).name, r["line"]) for r in refs["locations"])
+        assert ("lib.py", 1) in places and ("lib.py", 7) in places
+        assert {("main.py", 1), ("main.py", 3), ("main.py", 4)} <= set(places)
+        symbols = call(conn, "documentSymbols", {"filePath": lib})
+    names = {s["name"]: s for s in symbols["symbols"]}
+    assert names["greet"]["kind"] == "Function" and names["greet"]["line"] == 1
+    assert names["Greeter"]["kind"] == "Class"
+
+
+def test_language_server_tools_say_so_when_no_server_is_attached(
+    editor: Nvim, workspace: Path
+) -> None:
+    edit(editor, workspace / "a.py")
+    with tools_client(editor) as conn:
+        for name, args in [
+            ("findDefinition", {"filePath": "a.py", "line": 1, "character": 1}),
+            ("findReferences", {"filePath": "a.py", "line": 1, "character": 1}),
+            ("documentSymbols", {"filePath": "a.py"}),
+        ]:
+            message = error(conn, name, args)
+            assert "no language server is attached" in message, message
+        message = error(conn, "findDefinition", {"filePath": "b.txt", "line": 1, "character": 1})
+        assert "not open in Neovim" in message
+
+
+# A language server that starts but never answers a request (the fake stands for
+# a busy server; the real one is above).
+SILENT_SERVER = r"""
+import json, sys
+def read():
+    headers = {}
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line in (b"\r\n", b"\n"):
+            break
+        k, v = line.decode().split(":", 1)
+        headers[k.lower()] = v.strip()
+    return json.loads(sys.stdin.buffer.read(int(headers["content-length"])))
+def write(msg):
+    body = json.dumps(msg).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+while True:
+    msg = read()
+    if msg.get("method") == "initialize":
+        write({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {
+            "definitionProvider": True, "referencesProvider": True,
+            "documentSymbolProvider": True}}})
+"""
+
+
+def test_a_silent_language_server_times_out_with_a_clear_error_and_neovim_stays_responsive(
+    nvim_factory: Callable[..., Nvim], workspace: Path
+) -> None:
+    editor = nvim_factory(cwd=workspace, setup={"tools": {"lsp_timeout_ms": 300}})
+    editor.wait_running()
+    server = workspace.parent / "silent_server.py"
+    server.write_text(SILENT_SERVER)
+    edit(editor, workspace / "a.py")
+    editor.lua(
+        "return vim.lsp.start({ name = 'silent', cmd = { ... } }, { bufnr = 0 })",
+        sys.executable,
+        str(server),
+    )
+    wait_for(
+        lambda: editor.lua(
+            "local c = vim.lsp.get_clients({bufnr=0})[1]; return c and c.initialized"
+        ),
+        15,
+        "the silent server to initialize",
+    )
+    with tools_client(editor) as conn:
+        message = error(conn, "documentSymbols", {"filePath": "a.py"})
+        assert "silent" in message and "did not answer within 300 ms" in message
+        # Neovim answered RPC while the request was pending, and still does.
+        assert editor.lua("return 1 + 1") == 2
+        assert call(conn, "listOpenBuffers")["buffers"]
