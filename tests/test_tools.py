@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from harness import Nvim, wait_for
+from harness import INTEROP, Nvim, Sandbox, wait_for
 from mcp_client import SyncMcpConnection, initialize_request, mcp_client, post_headers
 
 TOOLS = [
@@ -497,3 +497,154 @@ def test_a_silent_language_server_times_out_with_a_clear_error_and_neovim_stays_
         # Neovim answered RPC while the request was pending, and still does.
         assert editor.lua("return 1 + 1") == 2
         assert call(conn, "listOpenBuffers")["buffers"]
+
+
+# -- end to end: the real gemini binary started by :Gemini ----------------------------------
+
+GEMINI = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+
+
+def _model_turn(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 5, "totalTokenCount": 10},
+    }
+
+
+@pytest.mark.usefixtures("interop")
+def test_real_gemini_cli_started_by_gemini_command_calls_get_diagnostics(
+    nvim_factory: Callable[..., Nvim], sandbox: Sandbox, workspace: Path
+) -> None:
+    """The fake model (the only fake: no model runs here) asks for the tool by the
+    name the CLI gives MCP tools, ``mcp_nvim_getDiagnostics``; the real CLI must
+    have discovered it through the linked extension, call it on /tools, and show
+    the diagnostics Neovim answered."""
+    home = sandbox.root / "home"
+    (home / ".gemini").mkdir(parents=True)
+    settings = {
+        "ide": {"enabled": True, "hasSeenNudge": True},
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "general": {"disableAutoUpdate": True},
+        # An extension cannot mark its own server trusted (the CLI drops its
+        # ``trust``); the user's settings can, as the README tells. Without it the
+        # CLI asks before each call.
+        "mcpServers": {"nvim": {"trust": True}},
+    }
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    fake = sandbox.root / "fake-responses.jsonl"
+    call_tool = {"functionCall": {"name": "mcp_nvim_getDiagnostics", "args": {}}}
+    turns = [
+        {"method": "generateContentStream", "response": [_model_turn([call_tool])]},
+        {"method": "generateContentStream", "response": [_model_turn([{"text": "Seen them."}])]},
+    ]
+    side = _model_turn([{"text": json.dumps({"reasoning": "done", "next_speaker": "user"})}])
+    turns += [{"method": "generateContent", "response": side}] * 5
+    fake.write_text("".join(json.dumps(turn) + "\n" for turn in turns))
+    env = {"HOME": str(home), "GEMINI_API_KEY": "offline-test-key"}
+    nvim = nvim_factory(
+        cwd=workspace,
+        setup={
+            "terminal": {
+                "cmd": str(GEMINI),
+                "args": ["--fake-responses-non-strict", str(fake)],
+                "env": env,
+            }
+        },
+    )
+    nvim.wait_running()
+    # What the build step does once: link the plugin's extension into the CLI's home.
+    linked = nvim.lua(
+        "local e = require('gemini_companion.extension'); local ok, msg = e.link(...)"
+        "; return { ok, msg, e.linked(select(2, ...)) }",
+        str(GEMINI),
+        env,
+    )
+    assert linked[0] is True and linked[2] is True, linked
+    buf = edit(nvim, workspace / "a.py")
+    nvim.lua(SET_DIAGNOSTICS, buf, [diagnostic(0, 0, 1, "frobnicate is not defined")])
+    nvim.api.command("Gemini! What does Neovim report?")
+    term = wait_for(
+        lambda: nvim.lua("return require('gemini_companion.terminal').get()"), 10, "terminal"
+    )
+
+    def screen() -> str:
+        lines = nvim.api.buffers[term["buf"]][:]
+        return "\n".join(line.rstrip() for line in lines if line.strip())
+
+    try:
+        wait_for(lambda: "Seen them." in screen(), 120, "the CLI to finish its turn")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- gemini terminal ---\n{screen()}") from None
+    log = sandbox.log_file.read_text()
+    assert "tool getDiagnostics called" in log, "the plugin never saw the call"
+    # The CLI shows the tool's answer (wrapped in its narrow window)...
+    assert '"frobnicate is not' in screen()
+    # ...and its conversation, what the next model request carries, holds it as the
+    # function response of mcp_nvim_getDiagnostics.
+    responses = []
+    for chat in (home / ".gemini" / "tmp").glob("*/chats/*.jsonl"):
+        for line in chat.read_text().splitlines():
+            for part in _parts(json.loads(line)):
+                response = part.get("functionResponse")
+                if response and response.get("name") == "mcp_nvim_getDiagnostics":
+                    responses.append(json.dumps(response["response"]))
+    assert responses, "no function response for mcp_nvim_getDiagnostics in the CLI's chat"
+    assert "frobnicate is not defined" in responses[-1]
+
+
+def _parts(value: Any) -> Iterator[dict[str, Any]]:
+    """Every object with a ``functionResponse`` key, wherever it sits in a record."""
+    if isinstance(value, dict):
+        if "functionResponse" in value:
+            yield value
+        for item in value.values():
+            yield from _parts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _parts(item)
+
+
+# -- the config the agent panel hands the agent ----------------------------------------------
+
+
+class _AnsweringEditor:
+    """Stands in for Neovim in-process: answers every tool call at once with the
+    tool's name, so the test is about the URL and headers, not the answers."""
+
+    def __init__(self) -> None:
+        self.companion: Any = None
+
+    def run_tool(self, call_id: int, name: str, arguments: Any) -> None:
+        self.companion.tool_result(call_id, True, {"answered": name})
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: None
+
+
+def test_tools_server_gives_the_url_and_headers_an_agent_connects_with(tmp_path: Path) -> None:
+    from gemini_companion.companion import Companion, StartOptions
+
+    editor = _AnsweringEditor()
+    companion = Companion(editor, env={"TMPDIR": str(tmp_path)})  # type: ignore[arg-type]
+    editor.companion = companion
+    assert companion.tools_server() is None  # not running
+    companion.start(StartOptions(nvim_pid=1, workspace_dirs=[str(tmp_path)]))
+    try:
+        server = companion.tools_server()
+        assert server is not None
+        assert server.name == "nvim"
+        assert server.url == f"http://127.0.0.1:{companion.server.port}/tools"  # type: ignore[union-attr]
+        acp = server.as_acp()
+        assert acp["type"] == "http" and acp["url"] == server.url
+        assert acp["headers"] == [
+            {"name": "Authorization", "value": server.headers["Authorization"]}
+        ]
+        assert server.as_gemini_settings()["httpUrl"] == server.url
+        token = server.headers["Authorization"].removeprefix("Bearer ")
+        with mcp_client(companion.server.port, token, "/tools") as conn:  # type: ignore[union-attr]
+            assert call(conn, "listOpenBuffers") == {"answered": "listOpenBuffers"}
+    finally:
+        companion.stop()
+    assert companion.tools_server() is None

@@ -296,6 +296,26 @@ local function compile(root, host_python)
   end
 end
 
+--- Link the Gemini CLI extension that gives a CLI started in Neovim the plugin's
+--- tools (extension.lua says why an extension). Skipped, with a message, when the
+--- CLI is not installed or `tools.enabled` is off; a failure does not fail the
+--- build (:checkhealth reports it).
+local function link_extension()
+  local config = require("gemini_companion.config").get()
+  if not config.tools.enabled then
+    return
+  end
+  local cmd = config.terminal.cmd
+  if vim.fn.executable(cmd) == 0 then
+    progress("Gemini CLI (" .. cmd .. ") not found: its extension for Neovim's tools is not linked")
+    return
+  end
+  progress("linking the Gemini CLI extension for Neovim's tools")
+  local extension = require("gemini_companion.extension")
+  local ok, message = extension.link(cmd, config.terminal.env)
+  progress((ok and "Gemini CLI extension: " or "Gemini CLI extension not linked: ") .. message)
+end
+
 --- Run the whole build. Raises one error whose message names the fix.
 function M.run()
   local root = M.root()
@@ -319,6 +339,7 @@ function M.run()
     })
     python.apply(true)
     register(root)
+    link_extension()
     progress("done (" .. choice.mode .. " Python host)")
   end)
   if not ok then

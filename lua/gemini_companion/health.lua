@@ -202,6 +202,29 @@ local function check_cli()
   end
 end
 
+--- Whether a CLI started by :Gemini gets Neovim's tools (extension.lua).
+local function check_tools_extension()
+  local config = require("gemini_companion.config").get()
+  if not config.tools.enabled then
+    health.info("Neovim's tools for the agent are off (tools.enabled = false)")
+    return
+  end
+  local extension = require("gemini_companion.extension")
+  if extension.linked(config.terminal.env) then
+    health.ok("Neovim's tools reach a CLI started in Neovim: the extension " .. extension.name .. " is linked")
+  else
+    health.warn(
+      "the Gemini CLI extension " .. extension.name .. " is not linked: the CLI does not see Neovim's tools",
+      {
+        "Run :GeminiCompanionBuild with the Gemini CLI installed, or in a shell: "
+          .. config.terminal.cmd
+          .. " extensions link "
+          .. extension.dir(),
+      }
+    )
+  end
+end
+
 local function check_sessions()
   local state = require("gemini_companion.state").current
   local n = #(state.sessions or {})
@@ -223,6 +246,7 @@ function M.check()
   end
   health.start("gemini-companion: Gemini CLI")
   check_cli()
+  check_tools_extension()
   check_sessions()
 end
 

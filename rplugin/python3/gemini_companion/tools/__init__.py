@@ -94,6 +94,7 @@ class ToolRegistry:
             arguments = {}
         if not isinstance(arguments, Mapping):
             return ToolResult.error(f"{name}: the arguments must be a JSON object")
+        log.info("tool %s called on %s (session %s)", name, self.name, session_id)
         try:
             return await tool.handler(session_id, arguments)
         except ToolError as exc:
