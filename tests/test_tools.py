@@ -635,7 +635,7 @@ def test_tools_server_gives_the_url_and_headers_an_agent_connects_with(tmp_path:
         server = companion.tools_server()
         assert server is not None
         assert server.name == "nvim"
-        assert server.url == f"http://127.0.0.1:{companion.server.port}/tools"  # type: ignore[union-attr]
+        assert server.url == f"http://127.0.0.1:{companion.run.server.port}/tools"  # type: ignore[union-attr]
         acp = server.as_acp()
         assert acp["type"] == "http" and acp["url"] == server.url
         assert acp["headers"] == [
@@ -643,7 +643,7 @@ def test_tools_server_gives_the_url_and_headers_an_agent_connects_with(tmp_path:
         ]
         assert server.as_gemini_settings()["httpUrl"] == server.url
         token = server.headers["Authorization"].removeprefix("Bearer ")
-        with mcp_client(companion.server.port, token, "/tools") as conn:  # type: ignore[union-attr]
+        with mcp_client(companion.run.server.port, token, "/tools") as conn:  # type: ignore[union-attr]
             assert call(conn, "listOpenBuffers") == {"answered": "listOpenBuffers"}
     finally:
         companion.stop()

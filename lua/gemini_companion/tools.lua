@@ -394,6 +394,38 @@ end
 -- Language-server tools ---------------------------------------------------------------
 
 local symbol_kinds = vim.lsp.protocol.SymbolKind
+local nvim_011 = vim.fn.has("nvim-0.11") == 1
+
+-- Client methods take `self` from Neovim 0.11 on; 0.10 has plain functions.
+---@param client vim.lsp.Client
+local function client_request(client, ...)
+  if nvim_011 then
+    return client:request(...)
+  end
+  return client.request(...) ---@diagnostic disable-line: missing-parameter
+end
+
+---@param client vim.lsp.Client
+---@param id integer
+local function client_cancel(client, id)
+  if nvim_011 then
+    return client:cancel_request(id)
+  end
+  return client.cancel_request(id) ---@diagnostic disable-line: param-type-mismatch
+end
+
+--- The column of byte index `byte` of `text` in the client's encoding.
+---@param text string
+---@param encoding string
+---@param byte integer
+---@return integer
+local function lsp_column(text, encoding, byte)
+  if nvim_011 then
+    return vim.str_utfindex(text, encoding, byte, false)
+  end
+  local utf32, utf16 = vim.str_utfindex(text, byte) ---@diagnostic disable-line: param-type-mismatch
+  return encoding == "utf-8" and byte or encoding == "utf-32" and utf32 or utf16
+end
 
 ---@param buf integer
 ---@param method string
@@ -456,7 +488,7 @@ local function request_all(buf, clients, method, make_params, reply, convert)
     end
   end
   for _, client in ipairs(clients) do
-    local ok, id = client:request(method, make_params(client), function(err, result)
+    local ok, id = client_request(client, method, make_params(client), function(err, result)
       if err then
         errors[#errors + 1] = string.format("%s: %s", client.name, err.message or vim.inspect(err))
       elseif result ~= nil then
@@ -486,7 +518,7 @@ local function request_all(buf, clients, method, make_params, reply, convert)
         return
       end
       for _, r in ipairs(requests) do
-        pcall(r.client.cancel_request, r.client, r.id)
+        pcall(client_cancel, r.client, r.id)
       end
       finished = true
       timer:close()
@@ -515,7 +547,7 @@ local function position_params(buf, line, character, client)
   local byte = byte_of(text, character)
   return {
     textDocument = { uri = vim.uri_from_bufnr(buf) },
-    position = { line = line - 1, character = vim.str_utfindex(text, client.offset_encoding, byte, false) },
+    position = { line = line - 1, character = lsp_column(text, client.offset_encoding, byte) },
   }
 end
 
