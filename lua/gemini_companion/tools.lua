@@ -57,13 +57,23 @@ local function find_buffer(path)
   end
 end
 
----@param path string
----@return boolean
-local function in_workspace(path)
-  local target = real(path)
+--- The workspace folders, resolved, for one call (a tool may ask per buffer).
+---@return string[]
+local function workspace_roots()
+  local roots = {}
   for _, dir in ipairs(require("gemini_companion").workspace_dirs()) do
-    local root = real(dir)
-    if target == root or vim.startswith(target, root:gsub("/$", "") .. "/") then
+    roots[#roots + 1] = (real(dir):gsub("/$", ""))
+  end
+  return roots
+end
+
+---@param path string
+---@param roots? string[] from workspace_roots(), when asking for many paths
+---@return boolean
+local function in_workspace(path, roots)
+  local target = real(path)
+  for _, root in ipairs(roots or workspace_roots()) do
+    if target == root or vim.startswith(target, root .. "/") then
       return true
     end
   end
@@ -281,6 +291,15 @@ end
 
 function tools.listOpenBuffers()
   local current = api.nvim_get_current_buf()
+  local roots = workspace_roots()
+  -- Language servers by buffer, from one pass over the clients.
+  local attached = {}
+  for _, client in ipairs(vim.lsp.get_clients()) do
+    for buf in pairs(client.attached_buffers or {}) do
+      attached[buf] = attached[buf] or {}
+      table.insert(attached[buf], client.name)
+    end
+  end
   local out = {}
   for _, info in ipairs(fn.getbufinfo({ buflisted = 1 })) do
     local path = info.loaded == 1 and buffer_path(info.bufnr)
@@ -290,9 +309,9 @@ function tools.listOpenBuffers()
         modified = info.changed == 1,
         filetype = vim.bo[info.bufnr].filetype,
         lineCount = info.linecount,
-        languageServers = servers(info.bufnr),
+        languageServers = attached[info.bufnr] or {},
         current = info.bufnr == current or nil,
-        inWorkspace = in_workspace(path),
+        inWorkspace = in_workspace(path, roots),
         lastUsed = info.lastused,
         bufnr = info.bufnr,
       }
