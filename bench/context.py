@@ -32,6 +32,7 @@ import httpx2  # noqa: E402
 from gemini_companion.context import ContextTracker  # noqa: E402
 from harness import Nvim, Sandbox, register_remote_plugin, wait_for  # noqa: E402
 from mcp_client import SyncMcpConnection, mcp_client, open_raw_session  # noqa: E402
+from stats import percentile  # noqa: E402
 
 UPDATE = "ide/contextUpdate"
 ENABLE = (
@@ -86,11 +87,6 @@ timer:start(0, 1, function()
   end
 end)
 """
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def active(params: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from harness import Nvim, Sandbox, register_remote_plugin, wait_for
 from ide_client import IdeClientProcess, ensure_interop_packages
 from mcp_client import SyncMcpConnection, mcp_client
+from stats import percentile
 
 FUNCTION = '''def compute_{n}(alpha, beta, gamma):
     """Return a value derived from the three inputs ({n})."""
@@ -70,11 +71,6 @@ def propose(text: str) -> str:
     for index in (3, len(lines) // 2, len(lines) - 3):
         lines[index] = "    result = 42  # changed by the agent\n"
     return "".join(lines)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def summary(values: list[float]) -> str:

@@ -69,11 +69,6 @@ end })
 """
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def row(name: str, values: list[float], target: float | None, unit: str = "ms") -> str:
     """One line of the table: median, min..max, the target and whether the median meets it."""
     median = statistics.median(values)

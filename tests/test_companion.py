@@ -18,7 +18,7 @@ from editor_double import RecordingEditor
 from gemini_companion.companion import Companion, StartOptions
 from gemini_companion.discovery import discovery_dir
 from gemini_companion.server import CompanionServer
-from mcp_client import mcp_client, post_headers
+from mcp_client import mcp_client, open_raw_session
 
 ERROR = 4
 
@@ -66,22 +66,8 @@ class StreamingClient(threading.Thread):
     def run(self) -> None:
         try:
             with httpx2.Client(timeout=10) as http:
-                headers = post_headers(self.token)
-                body = {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {},
-                        "clientInfo": {"name": "storm", "version": "0"},
-                    },
-                }
-                response = http.post(self.url, content=json.dumps(body), headers=headers)
-                self.session_id = response.headers["mcp-session-id"]
-                headers["mcp-session-id"] = self.session_id
-                note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-                http.post(self.url, content=json.dumps(note), headers=headers)
+                headers = open_raw_session(http, self.url, self.token, "storm")
+                self.session_id = headers["mcp-session-id"]
                 get = {**headers, "Accept": "text/event-stream"}
                 with http.stream("GET", self.url, headers=get) as stream:
                     for _ in stream.iter_lines():

@@ -448,3 +448,17 @@ def test_stopping_with_a_cli_connected_does_not_hold_neovim(nvim: Nvim) -> None:
     # waited on the CLI's open stream: over a second, every time.
     assert sorted(stalls)[1] < 16, f"main loop held {stalls} ms by a stop with a CLI connected"
     assert max(stalls) < 500, stalls
+
+
+def test_a_second_start_says_already_running_unless_the_plugin_itself_started_it(
+    nvim_factory: Callable[..., Nvim],
+) -> None:
+    nvim = nvim_factory(
+        extra_init="_G.messages = {}; vim.notify = function(m) table.insert(_G.messages, m) end"
+    )
+    nvim.wait_running()
+    nvim.lua("require('gemini_companion').start({ quiet = true })")  # as :Gemini does
+    nvim.api.command("GeminiCompanionStart")
+    # Messages come in order: one for the second start, none before it for the first.
+    messages = wait_for(lambda: nvim.lua("return _G.messages"), 10, "a message")
+    assert messages == ["Gemini companion is already running"]

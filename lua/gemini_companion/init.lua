@@ -87,7 +87,7 @@ local function create_autocmds()
 end
 
 --- Start the companion server (no-op if it runs).
----@param opts? { quiet?: boolean }
+---@param opts? { quiet?: boolean } quiet: no "already running" message (starts by the plugin itself)
 function M.start(opts)
   local config = require("gemini_companion.config").get()
   local host = require("gemini_companion.host")

@@ -70,6 +70,7 @@ class StartOptions:
     context_trusted: bool | None = None
     allowed_dirs: list[str] = field(default_factory=list)
     tools_enabled: bool = True
+    quiet: bool = False  # a start by the plugin itself: no "already running" message
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -94,6 +95,7 @@ class StartOptions:
         tools = raw.get("tools")
         if isinstance(tools, Mapping) and isinstance(tools.get("enabled"), bool):
             options.tools_enabled = tools["enabled"]
+        options.quiet = raw.get("quiet") is True
         options.extra = dict(raw)
         return options
 
@@ -334,7 +336,8 @@ class Companion:
 
     def start(self, options: StartOptions) -> None:
         if self.running:
-            self._editor.notify("Gemini companion is already running", INFO)
+            if not options.quiet:
+                self._editor.notify("Gemini companion is already running", INFO)
             self._publish(self._shown, self._state)
             return
         self._workspace_dirs = list(options.workspace_dirs)

@@ -121,7 +121,6 @@ class ContextTracker:
         self._last: Params | None = None  # the last update built
         self._sent: dict[str, Params] = {}  # per session: the last update it got
         self._tasks: set[asyncio.Task[None]] = set()
-        self.updates_built = 0
 
     # -- events from Lua ------------------------------------------------------------
 
@@ -259,11 +258,6 @@ class ContextTracker:
         last = next(reversed(self._files.values()))
         return last if last.focused else None
 
-    @property
-    def open_files(self) -> list[OpenFile]:
-        """Known file buffers, most recently focused first (for tests and status)."""
-        return list(reversed(self._files.values()))
-
     def build(self) -> Params:
         """The ``IdeContext`` to send now. Stats at most :data:`MAX_CANDIDATES` files."""
         active = self.active
@@ -288,7 +282,6 @@ class ContextTracker:
         workspace: Params = {"openFiles": files}
         if self.trusted is not None:
             workspace["isTrusted"] = self.trusted
-        self.updates_built += 1
         return {"workspaceState": workspace}
 
     # -- sending --------------------------------------------------------------------
