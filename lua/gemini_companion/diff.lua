@@ -34,12 +34,6 @@ local function notify(message, level)
   vim.notify(message, level or vim.log.levels.INFO, { title = "Gemini companion" })
 end
 
-local function define_highlights()
-  api.nvim_set_hl(0, "GeminiDiffHint", { link = "WinBar", default = true })
-  api.nvim_set_hl(0, "GeminiDiffTitle", { link = "Title", default = true })
-  api.nvim_set_hl(0, "GeminiDiffWarning", { link = "WarningMsg", default = true })
-end
-
 ---@param s string
 ---@return string
 local function statusline_escape(s)
@@ -50,23 +44,6 @@ end
 ---@return string
 local function display_path(path)
   return vim.fn.fnamemodify(path, ":~:.")
-end
-
---- Loaded, file-backed buffers showing `path` (by name, else by resolved path).
----@param path string
----@return integer[]
-local function buffers_of(path)
-  local found = {}
-  local real = vim.uv.fs_realpath(path)
-  for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
-      local name = api.nvim_buf_get_name(buf)
-      if name ~= "" and (name == path or (real ~= nil and vim.uv.fs_realpath(name) == real)) then
-        found[#found + 1] = buf
-      end
-    end
-  end
-  return found
 end
 
 ---@param buf integer
@@ -199,67 +176,6 @@ local function teardown(view, result)
   fire_closed(view, was_orphaned and result ~= "replaced" and "disconnected" or result)
 end
 
---- After an accept the CLI writes the file itself: reload every unmodified buffer of
---- it once the write lands, without a prompt; a buffer with unsaved changes keeps
---- them (the user is told how to resolve it).
----@param path string
-function M.reload_when_written(path)
-  local watcher = vim.uv.new_fs_event()
-  local debounce = vim.uv.new_timer()
-  local deadline = vim.uv.new_timer()
-  if not watcher or not debounce or not deadline then
-    return
-  end
-  local name = vim.fs.basename(path)
-  local warned = false
-  local function stop()
-    for _, handle in ipairs({ watcher, debounce, deadline }) do
-      if not handle:is_closing() then
-        handle:close()
-      end
-    end
-  end
-  local function reload()
-    if watcher:is_closing() then
-      return
-    end
-    for _, buf in ipairs(buffers_of(path)) do
-      if not vim.bo[buf].modified then
-        local local_autoread = vim.bo[buf].autoread
-        api.nvim_buf_call(buf, function()
-          vim.bo[buf].autoread = true -- reload without the W11 prompt
-          vim.cmd("silent! checktime " .. buf)
-          if local_autoread == nil then
-            vim.cmd("set autoread<")
-          else
-            vim.bo[buf].autoread = local_autoread
-          end
-        end)
-      elseif not warned then
-        warned = true
-        notify(
-          ("Gemini CLI wrote %s; your buffer %d has unsaved changes and was not reloaded."):format(
-            display_path(path),
-            buf
-          ) .. " :e! loads the new file (dropping your changes), :w writes yours over it.",
-          vim.log.levels.WARN
-        )
-      end
-    end
-    deadline:start(2000, 0, stop) -- a little longer, for a write in several steps
-  end
-  local ok = pcall(watcher.start, watcher, vim.fs.dirname(path), {}, function(err, file)
-    if not err and (file == nil or file == name) then
-      debounce:start(20, 0, vim.schedule_wrap(reload))
-    end
-  end)
-  if not ok then
-    stop()
-    return
-  end
-  deadline:start(60000, 0, stop)
-end
-
 ---@param view gemini_companion.DiffView
 ---@param buf integer
 local function map_keys(view, buf)
@@ -375,7 +291,7 @@ local function open_view(spec, created)
       teardown(view, "replaced")
     end
   end
-  define_highlights()
+  require("gemini_companion.highlights").define() -- setup() may not have run
   local filetype = vim.filetype.match({ filename = path })
 
   local proposal = api.nvim_create_buf(false, true)
@@ -401,7 +317,7 @@ local function open_view(spec, created)
   end
   bo.modified = false
 
-  local target = buffers_of(path)[1]
+  local target = require("gemini_companion.reload").buffers_of(path)[1]
   local original, owned, new_file = target, false, false
   if not original then
     original, new_file = disk_copy(path, filetype, created.bufs)
@@ -496,7 +412,7 @@ end
 ---@param spec gemini_companion.DiffSpec
 ---@return true|{ refused: "outside_workspace" }
 function M._open(spec)
-  if spec.outside_workspace and not buffers_of(spec.file_path)[1] then
+  if spec.outside_workspace and not require("gemini_companion.reload").buffers_of(spec.file_path)[1] then
     -- Outside the workspace a diff could show any file Neovim can read: only a file
     -- the user has open already is shown. diff.py says why to the CLI.
     return { refused = "outside_workspace" }
@@ -630,7 +546,7 @@ function M._finish(id, result)
   end
   teardown(view, result)
   if result == "accepted" then
-    M.reload_when_written(view.file_path)
+    require("gemini_companion.reload").when_written(view.file_path)
   end
   return true
 end

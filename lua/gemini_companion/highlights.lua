@@ -10,6 +10,9 @@ M.groups = {
   GeminiCompanionPending = "DiagnosticWarn", -- statusline: a diff waits for an answer
   GeminiCompanionTerminal = "Normal", -- the CLI's terminal window
   GeminiCompanionFloatBorder = "FloatBorder", -- its border when floating
+  GeminiDiffTitle = "Title", -- diff tab: the winbar's title
+  GeminiDiffHint = "WinBar", -- diff tab: the winbar's hint
+  GeminiDiffWarning = "WarningMsg", -- diff tab: a warning in the winbar
 }
 
 function M.define()
