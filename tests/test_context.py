@@ -183,6 +183,7 @@ def test_tracker_snapshot_for_a_new_session_and_once_per_session() -> None:
 
         stream = SessionStream("s2", send)
         await t.session_opened(stream)
+        await stream.drained()
         assert len(written) == 1 and b'"line":5' in written[0]
         s.streams["s2"] = stream
         t.flush()  # nothing changed: neither session gets it again

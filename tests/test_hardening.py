@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from harness import ROOT, Nvim, Sandbox, wait_for
 from ide_client import IdeClientProcess
-from mcp_client import SyncMcpConnection, mcp_client
+from mcp_client import SyncMcpConnection, mcp_client, open_raw_session
 
 RECORD_MESSAGES = """
 _G.messages = {}
@@ -450,3 +451,69 @@ def test_past_the_cap_the_oldest_idle_connection_makes_room(quick_server: Any) -
     assert len(quick_server.connections) <= 5
     for s in (*idle, newest):
         s.close()
+
+
+# -- 3. one stalled client never holds up the others -----------------------------------
+
+
+def stalled_stream(port: int, token: str) -> tuple[socket.socket, str]:
+    """A session whose event stream is opened and then never read, as a client that
+    was stopped (SIGSTOP) leaves it: a tiny receive buffer, so it fills at once."""
+    with httpx2.Client(timeout=10) as http:
+        headers = open_raw_session(http, f"http://127.0.0.1:{port}/mcp", token, "stalled")
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    session = headers["mcp-session-id"]
+    s.sendall(
+        (
+            f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+            f"Accept: text/event-stream\r\nmcp-session-id: {session}\r\n"
+            "mcp-protocol-version: 2025-06-18\r\n\r\n"
+        ).encode()
+    )
+    return s, session
+
+
+def test_a_client_that_stops_reading_is_dropped_and_the_others_stay_live(
+    nvim_factory: Callable[..., Nvim],
+) -> None:
+    nvim = nvim_factory(setup={"context": {"debounce_ms": 0}})
+    nvim.wait_running()
+    port, token = nvim.state()["port"], nvim.token()
+    path = nvim.sandbox.root / "big.txt"
+    path.write_text("x\n")
+    nvim.api.command(f"edit {path}")
+    stalled, stalled_id = stalled_stream(port, token)  # first: it is written to first
+    try:
+        nvim.wait_state(lambda s: len(s["sessions"]) == 1, 10, "the stalled stream to open")
+        with mcp_client(port, token) as live:
+            nvim.wait_state(lambda s: len(s["sessions"]) == 2, 10, "the live client")
+            buf = nvim.api.current.buffer.number
+            # Selections of 16 KiB each, far more than the stalled socket can hold.
+            push = (
+                "local host, buf, n = require('gemini_companion.host'), ...\n"
+                "for i = 1, n do host.context('selection', buf, 1, i, string.rep('s', 16000)"
+                " .. i) end"
+            )
+            for round_ in range(1, 40):
+                nvim.lua(push, buf, 20)
+                # The live client gets the latest update at once, every round.
+                start = time.monotonic()
+                while True:
+                    params = live.next_notification("ide/contextUpdate", timeout=2)
+                    active = params["workspaceState"]["openFiles"][0]
+                    if active.get("selectedText", "").endswith("s20"):
+                        break
+                assert time.monotonic() - start < 1.0, f"round {round_}: update late"
+                if stalled_id not in {s["id"] for s in nvim.state()["sessions"]}:
+                    break
+            nvim.wait_state(
+                lambda s: len(s["sessions"]) == 1, 30, "the stalled client to be dropped"
+            )
+            # Its connection is closed: woken up (SIGCONT), it reads what was
+            # buffered, finds the end and reconnects.
+            assert closed_within(stalled, 10)
+            assert live.request("ping") == {}
+    finally:
+        stalled.close()

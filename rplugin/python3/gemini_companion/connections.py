@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .sessions import ABORT_EXTENSION
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +93,16 @@ class GuardedH11Protocol(H11Protocol):
         self.table.discard(self)
         self._disarm()
         super().connection_lost(exc)
+
+    def handle_events(self) -> None:
+        scope = self.scope
+        super().handle_events()
+        if self.scope is not scope and self.scope is not None:
+            # A request began: let the app close its connection at once (sessions.py
+            # drops a client that stopped reading; a plain close would wait for it
+            # to read what is already buffered).
+            extensions = cast("dict[str, Any]", self.scope.setdefault("extensions", {}))
+            extensions[ABORT_EXTENSION] = self.transport.abort
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

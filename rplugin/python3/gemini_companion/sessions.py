@@ -8,6 +8,11 @@ what is sent before it opens, so this ASGI layer wraps the SDK app and keeps the
 comments are written to it as whole SSE events, serialised with the SDK's own
 writes by a per-stream lock, and the ``on_open`` callback runs while the stream is
 fresh so a new client gets the current context before anything else.
+
+One client that stops reading must not hold up the others: each stream has its
+own bounded queue and a writer task, so sending never waits for a client. A
+client whose queue overflows, or whose writes stall for ``SEND_TIMEOUT`` seconds,
+is dropped: its connection is closed (it reconnects when it reads again).
 """
 
 from __future__ import annotations
@@ -27,6 +32,15 @@ log = logging.getLogger(__name__)
 
 SESSION_HEADER = b"mcp-session-id"
 
+# Messages waiting for one client; past this it is too slow and is dropped.
+MAX_QUEUED = 64
+# Seconds one write to a client may wait for it to read.
+SEND_TIMEOUT = 10.0
+# The scope extension connections.py sets: aborts the request's connection.
+ABORT_EXTENSION = "gemini_companion.abort"
+
+KEEP_ALIVE = b": keep-alive\r\n\r\n"
+
 
 def sse_event(payload: Mapping[str, Any]) -> bytes:
     data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
@@ -35,7 +49,7 @@ def sse_event(payload: Mapping[str, Any]) -> bytes:
 
 @dataclass
 class SessionStream:
-    """The open GET stream of one MCP session."""
+    """The open GET stream of one MCP session, with its queue of outgoing events."""
 
     session_id: str
     send: Send
@@ -47,22 +61,84 @@ class SessionStream:
     # Set to end the stream from this side (the server stops): the SDK's response
     # sees the client "disconnect" and returns, and the response is then completed.
     ending: asyncio.Event = field(default_factory=asyncio.Event)
+    # Called once when writing fails or the client is too slow, with the reason.
+    on_failure: Callable[[SessionStream, str], None] | None = None
+    max_queued: int = MAX_QUEUED
+    send_timeout: float = SEND_TIMEOUT
+    _queue: asyncio.Queue[bytes] | None = None
+    _writer: asyncio.Task[None] | None = None
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> bool:
-        """Write one JSON-RPC notification as an SSE event; False once the stream is gone."""
-        return await self.write(sse_event({"jsonrpc": "2.0", "method": method, "params": params}))
+        """Queue one JSON-RPC notification as an SSE event; False once the stream is gone."""
+        return self.post(sse_event({"jsonrpc": "2.0", "method": method, "params": params}))
 
     async def write(self, chunk: bytes) -> bool:
-        """Write one SSE chunk; False once the stream is gone."""
+        """Queue one SSE chunk; False once the stream is gone."""
+        return self.post(chunk)
+
+    def post(self, chunk: bytes) -> bool:
+        """Queue ``chunk`` for the writer without waiting; False once the stream is gone
+        (or when the client has fallen too far behind, which drops it)."""
         if self.closed:
             return False
+        if self._queue is None:
+            self._queue = asyncio.Queue(self.max_queued)
         try:
-            async with self.lock:
-                await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
-        except Exception:  # the peer went away: ClientDisconnect, OSError, closed transport
-            self.closed = True
+            self._queue.put_nowait(chunk)
+        except asyncio.QueueFull:
+            self._fail(f"more than {self.max_queued} messages waiting: the client is not reading")
             return False
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._write_queued())
         return True
+
+    @property
+    def queued(self) -> int:
+        return 0 if self._queue is None else self._queue.qsize()
+
+    async def drained(self) -> None:
+        """Wait until everything queued so far has been written (or the stream failed)."""
+        if self._queue is not None and not self.closed:
+            await self._queue.join()
+
+    async def _write_queued(self) -> None:
+        assert self._queue is not None
+        queue = self._queue
+        while not self.closed:
+            chunk = await queue.get()
+            try:
+                await asyncio.wait_for(self._send_body(chunk), self.send_timeout)
+            except asyncio.TimeoutError:
+                self._fail(f"a write waited {self.send_timeout:g} s: the client is not reading")
+            except Exception:  # the peer went away: ClientDisconnect, OSError, closed transport
+                self._fail("the connection is gone")
+            finally:
+                queue.task_done()
+        while not queue.empty():  # release drained() waiters
+            queue.get_nowait()
+            queue.task_done()
+
+    async def _send_body(self, chunk: bytes) -> None:
+        async with self.lock:
+            await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+    def _fail(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.close()
+        if self.on_failure is not None:
+            self.on_failure(self, reason)
+
+    def close(self) -> None:
+        """Stop writing; queued events are dropped."""
+        self.closed = True
+        writer = self._writer
+        if writer is not None and writer is not asyncio.current_task():
+            writer.cancel()
+        if self._queue is not None:
+            while not self._queue.empty():
+                self._queue.get_nowait()
+                self._queue.task_done()
 
 
 async def _receive_until(ending: asyncio.Event, receive: Receive) -> Message:
@@ -119,7 +195,16 @@ class SessionStreams:
     async def _serve_stream(
         self, session_id: str, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        stream = SessionStream(session_id, send)
+        abort = scope.get("extensions", {}).get(ABORT_EXTENSION)
+
+        def failed(stream: SessionStream, reason: str) -> None:
+            if self._streams.get(session_id) is stream:
+                log.warning("CLI session %s dropped: %s", session_id, reason)
+                self._drop(session_id)
+            if callable(abort):
+                abort()  # frees the socket now; the SDK's handler sees a disconnect
+
+        stream = SessionStream(session_id, send, on_failure=failed)
         if self._ending:  # opened while the server stops: it ends at once
             stream.ending.set()
         started = completed = False
@@ -133,9 +218,11 @@ class SessionStreams:
                     if message["status"] != 200:
                         return
                     self._streams[session_id] = stream
-                # The stream is open: hand it over before the SDK writes anything else.
+                # The stream is open: hand it over, and let its first events out,
+                # before the SDK writes anything else.
                 try:
                     await self._on_open(stream)
+                    await asyncio.wait_for(stream.drained(), stream.send_timeout)
                 except Exception:
                     log.exception("on_open failed for session %s", session_id)
                 return
@@ -151,10 +238,12 @@ class SessionStreams:
             await self._app(scope, stream_receive, locked_send)
             if stream.ending.is_set() and started and not completed:
                 with contextlib.suppress(Exception):  # the peer may be gone as well
+                    await asyncio.wait_for(stream.drained(), 1.0)  # what was queued
+                    stream.close()
                     async with stream.lock:
                         await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            stream.closed = True
+            stream.close()
             if self._streams.get(session_id) is stream:
                 self._drop(session_id)
 
@@ -169,27 +258,26 @@ class SessionStreams:
     def _drop(self, session_id: str) -> None:
         stream = self._streams.pop(session_id, None)
         if stream is not None:
-            stream.closed = True
+            stream.close()
             self._on_close(session_id)
 
     async def notify(self, session_id: str, method: str, params: Mapping[str, Any]) -> bool:
-        """Send a JSON-RPC notification to one session; False if it has no open stream."""
+        """Queue a JSON-RPC notification for one session (never waits for the client);
+        False if it has no open stream."""
         stream = self._streams.get(session_id)
         if stream is None:
             return False
-        ok = await stream.notify(method, params)
-        if not ok:
-            self._drop(session_id)
-        return ok
+        return await stream.notify(method, params)
 
     async def broadcast(self, method: str, params: Mapping[str, Any]) -> None:
         for session_id in list(self._streams):
             await self.notify(session_id, method, params)
 
     async def keep_alive(self, interval: float) -> None:
-        """Write an SSE comment to every stream each ``interval`` seconds, until cancelled."""
+        """Queue an SSE comment on every idle stream each ``interval`` seconds, until
+        cancelled. A stream whose writes stall is dropped by its own writer."""
         while True:
             await asyncio.sleep(interval)
-            for session_id, stream in list(self._streams.items()):
-                if not await stream.write(b": keep-alive\r\n\r\n"):
-                    self._drop(session_id)
+            for stream in list(self._streams.values()):
+                if stream.queued == 0:
+                    stream.post(KEEP_ALIVE)
