@@ -9,6 +9,7 @@ server (python-lsp-server, installed by the test setup).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -648,3 +649,138 @@ def test_tools_server_gives_the_url_and_headers_an_agent_connects_with(tmp_path:
     finally:
         companion.stop()
     assert companion.tools_server() is None
+
+
+# -- the real ``gemini --acp`` given the server as the agent panel gives it ------------------
+
+
+class _AcpPeer:
+    """A bare ACP client over the agent's stdin/stdout (JSON-RPC, one message a line):
+    enough to start a session with our server and answer a permission request."""
+
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+        import queue
+        import subprocess
+        import threading
+
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        self._ids = iter(range(1, 1000))
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.strip().startswith("{"):
+                self.messages.put(json.loads(line))
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        self.proc.stdin.flush()
+
+    def next(self, what: str, match: Callable[[dict[str, Any]], bool], timeout: float) -> Any:
+        import queue
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self.messages.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"timed out waiting for {what}; seen: {self.seen}") from None
+            self.seen.append(message)
+            if match(message):
+                return message
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; seen: {self.seen}")
+
+    def request(self, method: str, params: dict[str, Any], timeout: float = 90) -> Any:
+        request_id = next(self._ids)
+        self.send({"id": request_id, "method": method, "params": params})
+        answer = self.next(
+            method, lambda m: m.get("id") == request_id and "method" not in m, timeout
+        )
+        assert "error" not in answer, answer
+        return answer["result"]
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.mark.usefixtures("interop")
+def test_real_gemini_acp_agent_calls_the_tools_server_the_panel_hands_it(
+    editor: Nvim, sandbox: Sandbox, workspace: Path
+) -> None:
+    """What ``Companion.tools_server().as_acp()`` gives, passed in ACP ``session/new``,
+    reaches the real agent: its (fake) model calls ``mcp_nvim_getDiagnostics``, the
+    agent asks permission (ACP has no ``trust``), and runs it once allowed."""
+    from gemini_companion.tools.neovim import http_server
+
+    home = sandbox.root / "home"
+    (home / ".gemini").mkdir(parents=True)
+    settings = {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "general": {"disableAutoUpdate": True},
+    }
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    fake = sandbox.root / "fake-acp.jsonl"
+    call_tool = {"functionCall": {"name": "mcp_nvim_getDiagnostics", "args": {}}}
+    turns = [
+        {"method": "generateContentStream", "response": [_model_turn([call_tool])]},
+        {"method": "generateContentStream", "response": [_model_turn([{"text": "Noted."}])]},
+    ]
+    side = _model_turn([{"text": json.dumps({"reasoning": "done", "next_speaker": "user"})}])
+    turns += [{"method": "generateContent", "response": side}] * 5
+    fake.write_text("".join(json.dumps(turn) + "\n" for turn in turns))
+    buf = edit(editor, workspace / "a.py")
+    editor.lua(SET_DIAGNOSTICS, buf, [diagnostic(2, 0, 2, "zorblax is unused")])
+    server = http_server(editor.state()["port"], editor.token())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_CLI_IDE_", "NVIM"))}
+    env.update({"HOME": str(home), "GEMINI_API_KEY": "offline-test-key"})
+    env["TMPDIR"] = editor.sandbox.env["TMPDIR"]
+    peer = _AcpPeer(
+        ["node", str(GEMINI), "--acp", "--fake-responses-non-strict", str(fake)], workspace, env
+    )
+    try:
+        peer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        session = peer.request(
+            "session/new", {"cwd": str(workspace), "mcpServers": [server.as_acp()]}
+        )["sessionId"]
+        prompt_id = 99
+        peer.send(
+            {
+                "id": prompt_id,
+                "method": "session/prompt",
+                "params": {
+                    "sessionId": session,
+                    "prompt": [{"type": "text", "text": "What does Neovim report?"}],
+                },
+            }
+        )
+        ask = peer.next(
+            "the permission request", lambda m: m.get("method") == "session/request_permission", 90
+        )
+        assert "getDiagnostics" in json.dumps(ask["params"]["toolCall"])
+        peer.send(
+            {
+                "id": ask["id"],
+                "result": {"outcome": {"outcome": "selected", "optionId": "proceed_once"}},
+            }
+        )
+        peer.next("the prompt's answer", lambda m: m.get("id") == prompt_id, 90)
+    finally:
+        peer.close()
+    assert "tool getDiagnostics called" in sandbox.log_file.read_text()
+    updates = json.dumps([m for m in peer.seen if m.get("method") == "session/update"])
+    assert "zorblax is unused" in updates, "the tool's answer never reached the agent's updates"
