@@ -574,10 +574,16 @@ def test_real_gemini_cli_started_by_gemini_command_calls_get_diagnostics(
         lines = nvim.api.buffers[term["buf"]][:]
         return "\n".join(line.rstrip() for line in lines if line.strip())
 
+    pid = nvim.lua("return vim.fn.jobpid(...)", term["job"])
     try:
         wait_for(lambda: "Seen them." in screen(), 120, "the CLI to finish its turn")
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- gemini terminal ---\n{screen()}") from None
+    finally:
+        # The CLI would outlive this test for a while after Neovim quits; later
+        # tests (some time Neovim's main loop) must not share the CPU with it.
+        nvim.lua("vim.fn.jobstop(...)", term["job"])
+        wait_for(lambda: not _alive(pid), 15, "the CLI to exit")
     log = sandbox.log_file.read_text()
     assert "tool getDiagnostics called" in log, "the plugin never saw the call"
     # The CLI shows the tool's answer (wrapped in its narrow window)...
@@ -593,6 +599,14 @@ def test_real_gemini_cli_started_by_gemini_command_calls_get_diagnostics(
                     responses.append(json.dumps(response["response"]))
     assert responses, "no function response for mcp_nvim_getDiagnostics in the CLI's chat"
     assert "frobnicate is not defined" in responses[-1]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _parts(value: Any) -> Iterator[dict[str, Any]]:
