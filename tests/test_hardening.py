@@ -8,6 +8,7 @@ import logging
 import os
 import resource
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -517,3 +518,45 @@ def test_a_client_that_stops_reading_is_dropped_and_the_others_stay_live(
             assert live.request("ping") == {}
     finally:
         stalled.close()
+
+
+# -- 2. a dead host is noticed and recoverable -----------------------------------------
+
+
+def test_a_killed_host_is_noticed_cleaned_up_and_restarted_in_the_same_session(
+    nvim_factory: Callable[..., Nvim],
+) -> None:
+    nvim = nvim_factory(extra_init=RECORD_MESSAGES)
+    state = nvim.wait_running()
+    old_file = Path(state["discovery_file"])
+    path = nvim.sandbox.root / "f.txt"
+    path.write_text("old\n")
+    with mcp_client(state["port"], nvim.token()) as conn:
+        result = conn.call_tool("openDiff", {"filePath": str(path), "newContent": "new\n"})
+        assert not result.get("isError"), result
+    pid = host_pid(nvim)
+    killed = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    dead = nvim.wait_state(lambda s: not s["running"], 10, "the state to say not running")
+    noticed = time.monotonic() - killed
+    assert "exited" in dead.get("error", ""), dead
+    assert not old_file.exists(), "the discovery file points at a dead port"
+    environ = nvim.lua("return vim.fn.environ()")
+    assert not [k for k in environ if k.startswith("GEMINI_CLI_IDE_")], environ
+    # The open diff cannot be answered any more: it stays, marked, and says so.
+    assert nvim.lua("return require('gemini_companion.diff').views()[1].state") == "orphaned"
+    messages = [m for m, _ in nvim.lua("return _G.messages")]
+    assert sum("Python host exited" in m for m in messages) == 1, messages
+    nvim.api.command("GeminiAccept")  # no "Invalid channel" error
+    # A fresh host in the same session.
+    nvim.api.command("GeminiCompanionStart")
+    restarted = time.monotonic()
+    state = nvim.wait_running()
+    recovered = time.monotonic() - restarted
+    assert host_pid(nvim) != pid
+    with mcp_client(state["port"], nvim.token()) as conn:
+        assert conn.request("ping") == {}
+    assert nvim.sandbox.discovery_files() == [Path(state["discovery_file"])]
+    print(f"dead host noticed in {noticed * 1000:.0f} ms, restarted in {recovered * 1000:.0f} ms")
+    nvim.api.command("GeminiCompanionStop")
+    nvim.wait_state(lambda s: not s["running"], 10, "the restarted companion to stop")

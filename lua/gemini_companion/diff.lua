@@ -597,6 +597,13 @@ function M._orphan(id)
   )
 end
 
+--- The Python host is gone (host.lua): no view can be answered any more.
+function M._orphan_all()
+  for _, id in ipairs(vim.tbl_keys(views)) do
+    M._orphan(id)
+  end
+end
+
 --- Called by diff.py when the accepted text cannot be sent (not valid UTF-8).
 ---@param id integer
 ---@param message string

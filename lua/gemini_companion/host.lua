@@ -81,6 +81,19 @@ local function on_exit(_, code)
   local last = stderr_tail[#stderr_tail]
   local problem = string.format("the Python host exited (code %d)%s", code, last and (": " .. last) or "")
   local state = require("gemini_companion.state")
+  -- The host could not clean up (killed, crashed): what it left pointing at a dead
+  -- server goes now, so no CLI finds it: the discovery file, the exported variables
+  -- (state._update below), the forwarding of events, and open diffs are marked as
+  -- no longer answerable. The next start runs a fresh host.
+  if state.current.discovery_file then
+    os.remove(state.current.discovery_file)
+  end
+  if package.loaded["gemini_companion"] then
+    require("gemini_companion")._stopped()
+  end
+  if package.loaded["gemini_companion.diff"] then
+    require("gemini_companion.diff")._orphan_all()
+  end
   state._update({ running = false, sessions = {}, env = {}, error = problem })
   state._notify("Gemini companion: " .. problem .. " (:checkhealth gemini_companion tells more)", vim.log.levels.ERROR)
 end
