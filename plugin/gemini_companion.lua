@@ -19,13 +19,44 @@ command("GeminiCompanionStatus", function()
   require("gemini_companion").show_status()
 end, { desc = "Show the Gemini CLI companion's state" })
 
-command("GeminiAccept", function()
-  require("gemini_companion.diff").accept()
-end, { desc = "Accept the Gemini CLI's proposed change (the diff in this tab)" })
+command("GeminiAccept", function(args)
+  require("gemini_companion.agent").answer_command(true, args.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return require("gemini_companion.agent").answer_options()
+  end,
+  desc = "Accept the proposed change (the diff in this tab), or the agent's oldest confirmation [option]",
+})
 
-command("GeminiReject", function()
-  require("gemini_companion.diff").reject()
-end, { desc = "Reject the Gemini CLI's proposed change (the diff in this tab)" })
+command("GeminiReject", function(args)
+  require("gemini_companion.agent").answer_command(false, args.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return require("gemini_companion.agent").answer_options()
+  end,
+  desc = "Reject the proposed change (the diff in this tab), or the agent's oldest confirmation",
+})
+
+command("GeminiAgent", function(args)
+  require("gemini_companion.agent").command(args)
+end, {
+  nargs = "*",
+  range = true,
+  complete = function(arglead, cmdline)
+    return require("gemini_companion.agent").complete(arglead, cmdline)
+  end,
+  desc = "Toggle the Gemini agent panel, or send it text (/command runs a slash command)",
+})
+
+command("GeminiAgentCancel", function()
+  require("gemini_companion.agent").cancel()
+end, { desc = "Cancel the Gemini agent's running prompt" })
+
+command("GeminiAgentStop", function()
+  require("gemini_companion.agent").stop()
+end, { desc = "Stop the Gemini agent (and the server the plugin started for it)" })
 
 command("Gemini", function(args)
   require("gemini_companion.terminal").command(args)

@@ -14,6 +14,29 @@ M.defaults = {
     keymaps = { accept = "<LocalLeader>a", reject = "<LocalLeader>r" },
     allowed_dirs = {},
   },
+  agent = {
+    protocol = "a2a",
+    a2a = {
+      url = nil,
+      cmd = { "gemini-cli-a2a-server" },
+      env = {},
+    },
+    acp = {
+      cmd = { "gemini", "--acp" },
+      env = {},
+    },
+    panel = { position = "right", size = 0.4, prompt_height = 6 },
+    keymaps = {
+      send = "<CR>",
+      send_insert = "<C-s>",
+      cancel = "<C-c>",
+      accept = "<LocalLeader>a",
+      reject = "<LocalLeader>r",
+      close = "q",
+      history_prev = "<C-p>",
+      history_next = "<C-n>",
+    },
+  },
   terminal = {
     cmd = "gemini",
     args = {},
@@ -142,6 +165,59 @@ local function validate_diff(d)
   end
 end
 
+---@param path string
+---@param list any
+local function check_command(path, list)
+  check_type(path, list, "table")
+  check(path, #list > 0 and vim.islist(list), "must be a list: the command and its arguments")
+  for i, arg in ipairs(list) do
+    check_type(path .. "[" .. i .. "]", arg, "string")
+  end
+end
+
+---@param path string
+---@param env any
+local function check_env(path, env)
+  check_type(path, env, "table")
+  for name, value in pairs(env) do
+    check_type(path .. "." .. tostring(name), value, "string")
+  end
+end
+
+---@param a gemini_companion.AgentConfig
+local function validate_agent(a)
+  check_type("agent", a, "table")
+  check_known("agent", a, M.defaults.agent)
+  check_type("agent.protocol", a.protocol, "string")
+  check("agent.protocol", a.protocol == "a2a" or a.protocol == "acp", "must be one of a2a, acp")
+  check_type("agent.a2a", a.a2a, "table")
+  check_known("agent.a2a", a.a2a, { url = true, cmd = true, env = true })
+  check_type("agent.a2a.url", a.a2a.url, "string", true)
+  if a.a2a.url then
+    check("agent.a2a.url", a.a2a.url:match("^https?://") ~= nil, "must be an http:// or https:// URL")
+  end
+  check_command("agent.a2a.cmd", a.a2a.cmd)
+  check_env("agent.a2a.env", a.a2a.env)
+  check_type("agent.acp", a.acp, "table")
+  check_command("agent.acp.cmd", a.acp.cmd)
+  check_env("agent.acp.env", a.acp.env)
+  check_type("agent.panel", a.panel, "table")
+  check_known("agent.panel", a.panel, M.defaults.agent.panel)
+  check_type("agent.panel.position", a.panel.position, "string")
+  check("agent.panel.position", a.panel.position == "right" or a.panel.position == "left", "must be right or left")
+  check_type("agent.panel.size", a.panel.size, "number")
+  check("agent.panel.size", a.panel.size > 0, "must be positive (a fraction of the width below 1, else columns)")
+  check_type("agent.panel.prompt_height", a.panel.prompt_height, "number")
+  check("agent.panel.prompt_height", a.panel.prompt_height >= 1, "must be at least 1")
+  check_type("agent.keymaps", a.keymaps, "table")
+  check_known("agent.keymaps", a.keymaps, M.defaults.agent.keymaps)
+  for key, lhs in pairs(a.keymaps) do
+    local path = "agent.keymaps." .. tostring(key)
+    check_type(path, lhs, { "string", "boolean" })
+    check(path, lhs ~= true and lhs ~= "", "must be a key sequence, or false for none")
+  end
+end
+
 --- Validate a merged configuration; raises an error naming the first bad field.
 ---@param config gemini_companion.Config
 function M.validate(config)
@@ -165,6 +241,7 @@ function M.validate(config)
   validate_tools(config.tools)
   validate_diff(config.diff)
   validate_terminal(config.terminal)
+  validate_agent(config.agent)
 end
 
 --- Merge `opts` over the defaults, validate, and make the result current.
@@ -174,6 +251,14 @@ end
 function M.set(opts)
   check_type("opts", opts, "table", true)
   local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  -- Lists are values, not tables to merge index by index: a user's command replaces
+  -- the default one whole.
+  for _, path in ipairs({ { "agent", "a2a", "cmd" }, { "agent", "acp", "cmd" } }) do
+    local given = vim.tbl_get(opts or {}, unpack(path))
+    if given ~= nil then
+      merged[path[1]][path[2]][path[3]] = vim.deepcopy(given)
+    end
+  end
   M.validate(merged)
   current = merged
   return current

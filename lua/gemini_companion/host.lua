@@ -280,6 +280,10 @@ local handlers = {
   diff_accept_failed = function(id, message)
     return require("gemini_companion.diff")._accept_failed(id, message)
   end,
+  -- answered: draw a batch of the agent panel (agent/view.py); done when drawn
+  agent_draw = function(ops)
+    return require("gemini_companion.agent.transcript")._apply(ops)
+  end,
   -- answered: the agent reads a file: its loaded buffer's text, or nil (agent/files.lua)
   buffer_read = function(path)
     return require("gemini_companion.agent.files").read(path)
@@ -289,6 +293,15 @@ local handlers = {
     return require("gemini_companion.agent.files").apply(path, tick, edits, options)
   end,
 }
+
+--- A request of the agent panel (lua/gemini_companion/agent) to the agent session
+--- (agent/service.py); never waits: answers come back as state and transcript
+--- updates.
+---@param action string
+---@param args table
+function M.agent(action, args)
+  notify("gemini_companion_agent", action, args)
+end
 
 --- The one entry point of the Python side into Lua (nvim_editor.py).
 ---@param name string

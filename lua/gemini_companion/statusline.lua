@@ -47,6 +47,12 @@ function M.render(opts)
   else
     text = part("GeminiCompanionConnected", sessions == 1 and "Gemini ●" or ("Gemini ●" .. sessions))
   end
+  local agent = package.loaded["gemini_companion.agent.state"]
+  local summary = agent and agent.summary() or ""
+  if summary ~= "" then
+    local group = agent.current.state == "waiting" and "GeminiCompanionPending" or "GeminiCompanionConnected"
+    text = text .. " " .. part(group, summary)
+  end
   local pending = M.pending_diffs()
   if pending > 0 then
     text = text .. " " .. part("GeminiCompanionPending", pending == 1 and "diff" or (pending .. " diffs"))

@@ -11,6 +11,7 @@
 ---@field tools? gemini_companion.ToolsOptions Neovim's tools for the agent (diagnostics, buffers, LSP)
 ---@field diff? gemini_companion.DiffOptions The diff review tab
 ---@field terminal? gemini_companion.TerminalOptions The Gemini CLI terminal of :Gemini
+---@field agent? gemini_companion.AgentOptions The agent panel of :GeminiAgent
 
 ---@class (exact) gemini_companion.Config
 ---@field auto_start boolean
@@ -22,6 +23,7 @@
 ---@field tools gemini_companion.ToolsConfig
 ---@field diff gemini_companion.DiffConfig
 ---@field terminal gemini_companion.TerminalConfig
+---@field agent gemini_companion.AgentConfig
 
 ---@class gemini_companion.Session
 ---@field id string MCP session id
@@ -116,3 +118,67 @@
 ---@field file_path string
 ---@field session string
 ---@field result "accepted"|"rejected"|"closed"|"replaced"|"disconnected" closed: by the CLI (closeDiff)
+
+---@class (exact) gemini_companion.AgentA2AOptions
+---@field url? string Connect to this A2A agent instead of starting one
+---@field cmd? string[] The A2A server to start: command and arguments (default { "gemini-cli-a2a-server" })
+---@field env? table<string, string> Extra environment variables for it
+
+---@class (exact) gemini_companion.AgentAcpOptions
+---@field cmd? string[] The ACP agent to start: command and arguments (default { "gemini", "--acp" })
+---@field env? table<string, string> Extra environment variables for it
+
+---@class (exact) gemini_companion.AgentPanelOptions
+---@field position? "right"|"left" Side of the tab (default "right")
+---@field size? number Width: a fraction of the screen below 1, else columns (default 0.4)
+---@field prompt_height? integer Lines of the prompt window (default 6)
+
+---@class (exact) gemini_companion.AgentKeymaps
+---@field send? string|false Normal mode, prompt buffer (default "<CR>")
+---@field send_insert? string|false Insert mode, prompt buffer (default "<C-s>")
+---@field cancel? string|false Normal mode, both buffers (default "<C-c>")
+---@field accept? string|false Accept the oldest pending confirmation (default "<LocalLeader>a")
+---@field reject? string|false Reject it (default "<LocalLeader>r")
+---@field close? string|false Close the panel (default "q")
+---@field history_prev? string|false Previous prompt (default "<C-p>")
+---@field history_next? string|false Next prompt (default "<C-n>")
+
+---@class (exact) gemini_companion.AgentOptions
+---@field protocol? "a2a"|"acp" The agent's protocol (default "a2a")
+---@field a2a? gemini_companion.AgentA2AOptions
+---@field acp? gemini_companion.AgentAcpOptions
+---@field panel? gemini_companion.AgentPanelOptions
+---@field keymaps? gemini_companion.AgentKeymaps
+
+---@class gemini_companion.AgentConfig
+---@field protocol "a2a"|"acp"
+---@field a2a { url?: string, cmd: string[], env: table<string, string> }
+---@field acp { cmd: string[], env: table<string, string> }
+---@field panel { position: "right"|"left", size: number, prompt_height: integer }
+---@field keymaps table<string, string|false>
+
+---@class gemini_companion.AgentOption
+---@field id string What goes back to the agent (e.g. "proceed_once")
+---@field name string
+---@field kind "allow_once"|"allow_always"|"reject_once"|"reject_always"|""
+
+---@class gemini_companion.AgentPending
+---@field id string The tool call's id
+---@field kind "edit"|"exec"|"mcp"|"info"
+---@field title string
+---@field options gemini_companion.AgentOption[]
+---@field file_path? string
+---@field command? string
+
+--- The agent's state (`require("gemini_companion.agent").state()`, and the data of
+--- the `User GeminiAgentUpdate` event).
+---@class gemini_companion.AgentState
+---@field protocol? "a2a"|"acp"
+---@field dialect? "rfc"|"coder-agent" A2A: the encoding the server speaks
+---@field task_id? string A2A
+---@field context_id? string A2A
+---@field session_id? string ACP
+---@field state "stopped"|"starting"|"idle"|"working"|"waiting"|"error"
+---@field detail? string Why (an error, "cancelled")
+---@field pending gemini_companion.AgentPending[] Oldest first
+---@field commands string[] Slash commands; sub-commands as "parent child"

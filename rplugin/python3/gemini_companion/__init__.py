@@ -159,6 +159,10 @@ class GeminiCompanionPlugin:
         if (companion := self._existing()) is not None:
             companion.tool_result(call_id, ok, value)
 
+    @pynvim.rpc_export("gemini_companion_agent")
+    def agent(self, action: str, args: Mapping[str, Any] | None = None) -> None:
+        self._companion.agent_request(action, args or {})
+
     @pynvim.shutdown_hook
     def shutdown(self) -> None:
         # Neovim is quitting and waits for this process to exit: the run's cleanup

@@ -38,6 +38,7 @@ from .tools.ide import ide_tools
 from .tools.neovim import McpHttpServer, NeovimTools, http_server
 
 if TYPE_CHECKING:
+    from .agent.service import AgentService
     from .sessions import SessionStream
 
 log = logging.getLogger(__name__)
@@ -322,6 +323,9 @@ class Companion:
         self._publish_lock = threading.Lock()
         self._shown: ServerRun | None = None
         self._state: dict[str, Any] = stopped_state("")
+        # The agent panel's session lives on the loop of the run it was made in.
+        self._agent: AgentService | None = None
+        self._agent_run: ServerRun | None = None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -360,6 +364,7 @@ class Companion:
         ``wait`` (only as the process ends): wait that long for the shutdown, then
         clean up here if the loop has not (it may still be importing the server's
         packages), so the discovery file never outlives the process."""
+        self._stop_agent()
         run, self._run = self._run, None
         if run is None:
             self._publish(None, stopped_state(self._workspace_path, self._error))
@@ -407,6 +412,9 @@ class Companion:
             run.server.call_soon(run.context.handle, kind, list(args))
 
     def diff_accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
+        if self._agent is not None and self._agent.owns_diff(diff_id):
+            self._agent.diff_accepted(diff_id, body, eol, fileformat)
+            return
         run = self._run
         if run is None or not run.server.spawn(
             lambda: run.diffs.accepted(diff_id, body, eol, fileformat)
@@ -415,6 +423,9 @@ class Companion:
             self._editor.orphan_diff(diff_id)
 
     def diff_rejected(self, diff_id: int) -> None:
+        if self._agent is not None and self._agent.owns_diff(diff_id):
+            self._agent.diff_rejected(diff_id)
+            return
         run = self._run
         if run is not None:
             run.server.spawn(lambda: run.diffs.rejected(diff_id))
@@ -433,6 +444,42 @@ class Companion:
         if run is None or run.closed.is_set():
             return None
         return run.tools_server()
+
+    # -- the agent panel (host thread) -------------------------------------------------
+
+    def agent_request(self, action: str, args: Mapping[str, Any]) -> None:
+        """A request of lua/gemini_companion/agent (through host.lua)."""
+        run = self._run
+        if self._agent is not None and self._agent_run is not run:
+            self._stop_agent()  # its run (and loop) is gone
+        if run is None or not self.running:
+            if action != "stop":
+                self._editor.notify(
+                    "Gemini agent: the companion is not running (:GeminiCompanionStart)", ERROR
+                )
+            return
+        if self._agent is None:
+            if action == "stop":
+                return
+            from .agent.service import AgentService
+
+            self._agent = AgentService(
+                self._editor, run.server, self._env, run.terminal_env, self._agent_mcp_servers
+            )
+            self._agent_run = run
+        self._agent.request(action, args)
+        if action == "stop":
+            self._agent = self._agent_run = None
+
+    def _agent_mcp_servers(self) -> list[Mapping[str, Any]]:
+        """Neovim's tools, as the agent should get them (ACP ``mcpServers``)."""
+        server = self.tools_server()
+        return [server.as_acp()] if server is not None else []
+
+    def _stop_agent(self) -> None:
+        agent, self._agent, self._agent_run = self._agent, None, None
+        if agent is not None:
+            agent.stop()
 
     # -- state -----------------------------------------------------------------------
 

@@ -39,6 +39,11 @@ Notifier = Callable[[str, str, Mapping[str, Any]], Awaitable[bool]]
 _diff_ids = itertools.count(1)
 
 
+def next_diff_id() -> int:
+    """A new view id; the agent's edit reviews (agent/review.py) take theirs here too."""
+    return next(_diff_ids)
+
+
 class BadRequestError(ValueError):
     """A tool call the companion refuses, with the text the CLI gets."""
 
@@ -223,7 +228,7 @@ class DiffController:
             # filePath would be taken as the answer to the new diff); diff.lua replaces
             # its view with the new one.
             self._drop(current)
-        diff = DiffSession(next(_diff_ids), session_id, path, content)
+        diff = DiffSession(next_diff_id(), session_id, path, content)
         buffer = to_buffer(content)
         self._add(diff)
         spec = {

@@ -69,3 +69,8 @@ class Editor(Protocol):
         """Apply line ``edits`` made against changedtick ``tick`` to ``path``'s buffer as
         one undo step and write it (``files.lua`` ``apply``); the future holds
         ``{ok, reason?, error?}``."""
+
+    def agent_draw(self, ops: list[dict[str, Any]]) -> concurrent.futures.Future[Any]:
+        """Draw a batch of agent panel operations (agent/view.py documents them;
+        ``lua/gemini_companion/agent/transcript.lua`` ``_apply``); the future is done
+        once Neovim has drawn it, so batches never pile up."""

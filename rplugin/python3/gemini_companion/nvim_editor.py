@@ -105,3 +105,6 @@ class NvimEditor:
         self, path: str, tick: int, edits: list[dict[str, Any]], options: Mapping[str, Any]
     ) -> concurrent.futures.Future[Any]:
         return self._request("buffer_apply", path, tick, edits, dict(options))
+
+    def agent_draw(self, ops: list[dict[str, Any]]) -> concurrent.futures.Future[Any]:
+        return self._request("agent_draw", ops)

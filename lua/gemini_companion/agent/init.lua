@@ -1,0 +1,273 @@
+--- The agent panel's public API: `require("gemini_companion.agent")`.
+---
+--- The panel drives the Gemini CLI agent (over A2A or ACP, `agent.protocol`)
+--- through the Python side; every call here returns at once (requests go as
+--- notifications through host.lua) and the answers arrive as state updates
+--- (`User GeminiAgentUpdate`) and transcript batches.
+local M = {}
+
+---@return gemini_companion.AgentConfig
+local function config()
+  return require("gemini_companion.config").get().agent
+end
+
+---@param message string
+---@param level? integer
+local function notify(message, level)
+  vim.notify(message, level or vim.log.levels.INFO, { title = "Gemini agent" })
+end
+
+local connected = false
+
+--- Make sure the companion runs and the agent session exists (connecting or
+--- starting the agent in the background).
+---@return boolean
+local function ensure()
+  if not require("gemini_companion.state").current.running then
+    require("gemini_companion").start({ quiet = true })
+  end
+  local host = require("gemini_companion.host")
+  if not host.channel then
+    return false
+  end
+  if not connected or require("gemini_companion.agent.state").current.state == "stopped" then
+    local cfg = config()
+    host.agent("open", {
+      protocol = cfg.protocol,
+      a2a = cfg.a2a,
+      acp = cfg.acp,
+      workspace = vim.fn.getcwd(),
+    })
+    connected = true
+  end
+  return true
+end
+
+---@param action string
+---@param args? table
+local function request(action, args)
+  if ensure() then
+    require("gemini_companion.host").agent(action, args or vim.empty_dict())
+  end
+end
+
+--- Open the panel in this tab and connect to the agent.
+---@param opts? { enter?: boolean } enter: put the cursor in the prompt (default true)
+function M.open(opts)
+  require("gemini_companion.agent.panel").open(opts)
+  ensure()
+end
+
+--- Close the panel's windows in this tab (the transcript is kept).
+function M.close()
+  require("gemini_companion.agent.panel").close()
+end
+
+function M.toggle()
+  local panel = require("gemini_companion.agent.panel")
+  if panel.visible() then
+    panel.close()
+  else
+    M.open()
+  end
+end
+
+---@class gemini_companion.AgentReference
+---@field path string
+---@field start_line? integer 1-based
+---@field end_line? integer
+
+--- Send a prompt to the agent (opening the panel without entering it). Text that
+--- starts with "/" runs a slash command.
+---@param text string
+---@param opts? { references?: gemini_companion.AgentReference[] }
+---@return boolean sent false when the agent is busy (the text is not lost: it stays where it was)
+function M.send(text, opts)
+  if type(text) ~= "string" or vim.trim(text) == "" then
+    notify("nothing to send", vim.log.levels.WARN)
+    return false
+  end
+  local panel = require("gemini_companion.agent.panel")
+  if not panel.visible() then
+    panel.open({ enter = false })
+  end
+  return M.submit(text, opts)
+end
+
+--- Send without touching the windows (the prompt buffer's <CR> calls this).
+---@param text string
+---@param opts? { references?: gemini_companion.AgentReference[] }
+---@return boolean sent
+function M.submit(text, opts)
+  local state = require("gemini_companion.agent.state")
+  if state.busy() then
+    notify("the agent is busy: wait, answer it, or :GeminiAgentCancel (your text is kept)", vim.log.levels.WARN)
+    return false
+  end
+  local command = text:match("^/(.*)$")
+  if command then
+    local name, args = M.split_command(vim.trim(command))
+    request("command", { name = name, args = args })
+  else
+    request("prompt", { text = text, references = opts and opts.references or nil })
+  end
+  return true
+end
+
+--- Split "/memory add some text" into the longest known command name and its
+--- arguments ("memory add", "some text").
+---@param text string without the "/"
+---@return string name, string args
+function M.split_command(text)
+  local words = vim.split(text, "%s+", { trimempty = true })
+  local known = {}
+  for _, name in ipairs(require("gemini_companion.agent.state").current.commands or {}) do
+    known[name] = true
+  end
+  for n = #words, 1, -1 do
+    local name = table.concat(words, " ", 1, n)
+    if known[name] then
+      return name, table.concat(words, " ", n + 1)
+    end
+  end
+  return words[1] or "", table.concat(words, " ", 2)
+end
+
+--- Cancel the agent's running prompt.
+function M.cancel()
+  if connected then
+    require("gemini_companion.host").agent("cancel", vim.empty_dict())
+  end
+end
+
+--- Stop the agent (and the server the plugin started for it).
+function M.stop()
+  if connected then
+    require("gemini_companion.host").agent("stop", vim.empty_dict())
+    connected = false
+    require("gemini_companion.agent.state")._update({ state = "stopped", pending = {}, commands = {} })
+  end
+end
+
+--- Answer the oldest pending confirmation with `option` (an option id or kind;
+--- default: allow once).
+---@param option? string
+---@param call_id? string
+function M.accept(option, call_id)
+  request("answer", { option = option, call_id = call_id })
+end
+
+--- Reject the oldest pending confirmation.
+---@param option? string
+---@param call_id? string
+function M.reject(option, call_id)
+  request("reject", { option = option, call_id = call_id })
+end
+
+--- The agent's state: protocol, dialect, task/context or session ids, state,
+--- pending confirmations and slash commands.
+---@return gemini_companion.AgentState
+function M.state()
+  local s = vim.deepcopy(require("gemini_companion.agent.state").current)
+  s.protocol = s.protocol or config().protocol
+  return s
+end
+
+--- The transcript's lines.
+---@return string[]
+function M.transcript()
+  return require("gemini_companion.agent.transcript").lines()
+end
+
+--- :GeminiAgent [text] (with a range: a reference to the lines).
+---@param args { args: string, range: integer, line1: integer, line2: integer }
+function M.command(args)
+  local text = args.args or ""
+  local refs
+  if args.range > 0 then
+    local path = vim.api.nvim_buf_get_name(0)
+    if path ~= "" then
+      refs = { { path = path, start_line = args.line1, end_line = args.line2 } }
+    end
+  end
+  if text == "" and not refs then
+    M.toggle()
+    return
+  end
+  if text == "" then
+    -- A range alone: put the reference in the prompt for the user to complete.
+    local ref = refs[1]
+    M.open()
+    local mention = ("@%s#L%d-%d "):format(vim.fn.fnamemodify(ref.path, ":."), ref.start_line, ref.end_line)
+    vim.api.nvim_buf_set_lines(require("gemini_companion.agent.panel").prompt_buffer(), -1, -1, false, { mention })
+    return
+  end
+  M.send(text, { references = refs })
+end
+
+--- Completion of :GeminiAgent: slash commands and their sub-commands after "/".
+---@param _ string
+---@param cmdline string
+---@return string[]
+function M.complete(_, cmdline)
+  local typed = cmdline:match("^%S*GeminiAgent!?%s+(.*)$") or cmdline:match("^.-GeminiAgent!?%s+(.*)$")
+  if not typed or typed:sub(1, 1) ~= "/" then
+    return {}
+  end
+  typed = typed:sub(2)
+  local words = vim.split(typed, " ", { plain = true })
+  local done = table.concat(words, " ", 1, #words - 1)
+  local lead = words[#words]
+  local out, seen = {}, {}
+  for _, name in ipairs(require("gemini_companion.agent.state").current.commands or {}) do
+    local parts = vim.split(name, " ", { plain = true })
+    if #parts == #words and table.concat(parts, " ", 1, #parts - 1) == done then
+      local word = parts[#parts]
+      if vim.startswith(word, lead) and not seen[word] then
+        seen[word] = true
+        out[#out + 1] = #words == 1 and ("/" .. word) or word
+      end
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+--- :GeminiAccept/:GeminiReject: the diff of this tab answers them; elsewhere (the
+--- agent panel, or any window without a diff) the agent's oldest pending
+--- confirmation, with `option` when given.
+---@param accept boolean
+---@param option string
+function M.answer_command(accept, option)
+  local diff = package.loaded["gemini_companion.diff"]
+  local tab = vim.api.nvim_get_current_tabpage()
+  local in_diff = diff and vim.iter(diff.views()):any(function(v)
+    return v.tab == tab
+  end)
+  local waits = #require("gemini_companion.agent.state").current.pending > 0
+  if in_diff or not waits then
+    if option ~= "" and not in_diff then
+      notify("nothing is waiting for an answer", vim.log.levels.WARN)
+      return
+    end
+    require("gemini_companion.diff")[accept and "accept" or "reject"]()
+    return
+  end
+  M[accept and "accept" or "reject"](option ~= "" and option or nil)
+end
+
+--- Option ids of the oldest pending confirmation (completion of :GeminiAccept).
+---@return string[]
+function M.answer_options()
+  local pending = require("gemini_companion.agent.state").current.pending[1]
+  return pending and vim.tbl_map(function(o)
+    return o.id
+  end, pending.options) or {}
+end
+
+--- For tests and :checkhealth: forget the session (the Python side stopped it).
+function M._reset()
+  connected = false
+end
+
+return M

@@ -1,0 +1,273 @@
+--- The panel's windows: the transcript above, the prompt buffer under it, at the
+--- side of the current tab. Both buffers outlive their windows (`:only`, `:q`), so
+--- reopening shows the same transcript and the unsent prompt.
+local M = {}
+
+local api = vim.api
+
+---@type integer?
+local prompt_buf = nil
+---@type string[] sent prompts, oldest first
+local history = {}
+---@type integer? position while browsing the history
+local history_pos = nil
+---@type string? the unsent text kept while browsing the history
+local history_draft = nil
+
+local FOLD_EXPR = [[getline(v:lnum)=~#'^┆'?(getline(v:lnum-1)=~#'^┆'?'1':'>1'):'0']]
+
+---@return gemini_companion.AgentConfig
+local function config()
+  return require("gemini_companion.config").get().agent
+end
+
+---@param buf integer
+---@return string
+local function buffer_text(buf)
+  return table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
+---@param text string
+local function set_prompt(text)
+  local buf = M.prompt_buffer()
+  api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+end
+
+--- Send what the prompt buffer holds; it is kept (and a warning shown) when the
+--- agent cannot take it now.
+function M.submit()
+  local buf = M.prompt_buffer()
+  local text = vim.trim(buffer_text(buf))
+  if text == "" then
+    return
+  end
+  local agent = require("gemini_companion.agent")
+  if history[#history] ~= text then
+    history[#history + 1] = text
+  end
+  history_pos, history_draft = nil, nil
+  if agent.submit(text) then
+    api.nvim_buf_set_lines(buf, 0, -1, false, {})
+  end
+end
+
+---@param step integer -1 older, 1 newer
+function M.history(step)
+  if #history == 0 then
+    return
+  end
+  if history_pos == nil then
+    if step > 0 then
+      return
+    end
+    history_draft = buffer_text(M.prompt_buffer())
+    history_pos = #history
+  else
+    history_pos = history_pos + step
+  end
+  if history_pos < 1 then
+    history_pos = 1
+  end
+  if history_pos > #history then
+    history_pos = nil
+    set_prompt(history_draft or "")
+    return
+  end
+  set_prompt(history[history_pos])
+end
+
+---@return string[]
+function M.history_entries()
+  return vim.deepcopy(history)
+end
+
+---@param buf integer
+---@param prompt boolean
+local function map_keys(buf, prompt)
+  local keys = config().keymaps
+  local function map(modes, lhs, rhs, desc)
+    if lhs and lhs ~= "" then
+      vim.keymap.set(modes, lhs, rhs, { buffer = buf, nowait = true, desc = desc })
+    end
+  end
+  local agent = function()
+    return require("gemini_companion.agent")
+  end
+  map("n", keys.cancel, function()
+    agent().cancel()
+  end, "Cancel the agent's work")
+  map("n", keys.accept, function()
+    agent().accept()
+  end, "Accept the oldest confirmation the agent waits for")
+  map("n", keys.reject, function()
+    agent().reject()
+  end, "Reject the oldest confirmation the agent waits for")
+  map("n", keys.close, function()
+    M.close()
+  end, "Close the agent panel")
+  if prompt then
+    map("n", keys.send, M.submit, "Send the prompt to the agent")
+    map("i", keys.send_insert, function()
+      vim.cmd.stopinsert()
+      vim.schedule(M.submit)
+    end, "Send the prompt to the agent")
+    map({ "n", "i" }, keys.history_prev, function()
+      M.history(-1)
+    end, "Previous prompt")
+    map({ "n", "i" }, keys.history_next, function()
+      M.history(1)
+    end, "Next prompt")
+  end
+end
+
+--- The prompt buffer, created on first use.
+---@return integer
+function M.prompt_buffer()
+  if prompt_buf and api.nvim_buf_is_valid(prompt_buf) then
+    return prompt_buf
+  end
+  prompt_buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_name(prompt_buf, "gemini-agent://prompt")
+  local bo = vim.bo[prompt_buf]
+  bo.buftype = "nofile"
+  bo.bufhidden = "hide"
+  bo.swapfile = false
+  bo.filetype = "gemini_agent_prompt"
+  map_keys(prompt_buf, true)
+  return prompt_buf
+end
+
+---@return integer
+local function transcript_buffer()
+  local transcript = require("gemini_companion.agent.transcript")
+  local buf = transcript.buffer()
+  if not vim.b[buf].gemini_agent_keys then
+    vim.b[buf].gemini_agent_keys = true
+    map_keys(buf, false)
+  end
+  return buf
+end
+
+---@param tab? integer
+---@return integer? transcript_win, integer? prompt_win
+function M.windows(tab)
+  local t, p
+  local tbuf = transcript_buffer()
+  local pbuf = M.prompt_buffer()
+  for _, win in ipairs(api.nvim_tabpage_list_wins(tab or api.nvim_get_current_tabpage())) do
+    local b = api.nvim_win_get_buf(win)
+    if b == tbuf then
+      t = t or win
+    elseif b == pbuf then
+      p = p or win
+    end
+  end
+  return t, p
+end
+
+---@param size number
+---@param total integer
+---@return integer
+local function resolve_size(size, total)
+  if size < 1 then
+    return math.max(20, math.floor(total * size))
+  end
+  return math.floor(size)
+end
+
+---@param win integer
+local function transcript_window_options(win)
+  local wo = vim.wo[win][0]
+  wo.wrap = true
+  wo.linebreak = true
+  wo.number = false
+  wo.relativenumber = false
+  wo.signcolumn = "no"
+  wo.foldmethod = "expr"
+  wo.foldexpr = FOLD_EXPR
+  wo.foldlevel = 0
+  wo.foldenable = true
+  wo.winfixwidth = true
+  wo.statusline = " Gemini agent %{v:lua.require'gemini_companion.agent.state'.summary()}"
+end
+
+---@param win integer
+local function prompt_window_options(win)
+  local wo = vim.wo[win][0]
+  wo.number = false
+  wo.relativenumber = false
+  wo.signcolumn = "no"
+  wo.winfixheight = true
+  wo.winfixwidth = true
+  wo.wrap = true
+  wo.statusline = " prompt: <CR> (normal) / <C-s> (insert) sends"
+end
+
+--- Open the panel in the current tab (or complete it when one of its windows was
+--- closed). `enter`: put the cursor in the prompt.
+---@param opts? { enter?: boolean }
+function M.open(opts)
+  local enter = not opts or opts.enter ~= false
+  local from = api.nvim_get_current_win()
+  local cfg = config().panel
+  local tbuf, pbuf = transcript_buffer(), M.prompt_buffer()
+  local twin, pwin = M.windows()
+  if not twin then
+    if pwin then
+      api.nvim_set_current_win(pwin)
+      vim.cmd("aboveleft split")
+    else
+      local width = resolve_size(cfg.size, vim.o.columns)
+      vim.cmd((cfg.position == "left" and "topleft" or "botright") .. " " .. width .. "vsplit")
+    end
+    twin = api.nvim_get_current_win()
+    api.nvim_win_set_buf(twin, tbuf)
+    transcript_window_options(twin)
+    pcall(api.nvim_win_set_cursor, twin, { api.nvim_buf_line_count(tbuf), 0 })
+  end
+  if not pwin then
+    api.nvim_set_current_win(twin)
+    vim.cmd("belowright " .. cfg.prompt_height .. "split")
+    pwin = api.nvim_get_current_win()
+    api.nvim_win_set_buf(pwin, pbuf)
+  end
+  prompt_window_options(pwin)
+  if enter then
+    api.nvim_set_current_win(pwin)
+  elseif api.nvim_win_is_valid(from) then
+    api.nvim_set_current_win(from)
+  end
+end
+
+--- Close the panel's windows in the current tab; the buffers stay.
+function M.close()
+  local twin, pwin = M.windows()
+  for _, win in ipairs({ pwin, twin }) do
+    if win and api.nvim_win_is_valid(win) then
+      if #api.nvim_tabpage_list_wins(0) == 1 then
+        -- The last window of the tab cannot close: show an empty buffer instead.
+        api.nvim_win_call(win, function()
+          vim.cmd.enew()
+        end)
+      else
+        api.nvim_win_close(win, false)
+      end
+    end
+  end
+end
+
+---@return boolean
+function M.visible()
+  local twin, pwin = M.windows()
+  return twin ~= nil or pwin ~= nil
+end
+
+function M.toggle()
+  if M.visible() then
+    M.close()
+  else
+    M.open()
+  end
+end
+
+return M

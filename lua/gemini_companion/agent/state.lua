@@ -1,0 +1,42 @@
+--- The agent's state as last published by the Python side (agent/session.py), and
+--- the `User GeminiAgentUpdate` event. Read by the API, the panel, completion and
+--- the statusline without a round trip to Python.
+local M = {}
+
+---@type gemini_companion.AgentState
+M.current = { state = "stopped", pending = {}, commands = {} }
+
+--- Called by transcript.lua for each state the Python side publishes (it sends one
+--- only when something changed).
+---@param state gemini_companion.AgentState
+function M._update(state)
+  state.pending = state.pending or {}
+  state.commands = state.commands or {}
+  M.current = state
+  vim.api.nvim_exec_autocmds("User", { pattern = "GeminiAgentUpdate", modeline = false, data = state })
+  vim.cmd.redrawstatus({ bang = true })
+end
+
+--- The agent is busy with a prompt or waits for the user's answer.
+---@return boolean
+function M.busy()
+  local s = M.current.state
+  return s == "working" or s == "waiting" or s == "starting"
+end
+
+--- Short text for statuslines: "" when the agent is stopped or idle.
+---@return string
+function M.summary()
+  local s = M.current
+  if s.state == "working" or s.state == "starting" then
+    return "agent: " .. s.state
+  elseif s.state == "waiting" then
+    local n = #s.pending
+    return n > 1 and ("agent: waiting for you (" .. n .. ")") or "agent: waiting for you"
+  elseif s.state == "error" then
+    return "agent: error"
+  end
+  return ""
+end
+
+return M

@@ -1,0 +1,17 @@
+"""The agent half: a panel in Neovim driving the Gemini CLI agent.
+
+Layout (one direction of imports, top to bottom):
+
+- ``service.py``: what the companion holds; picks the transport from the
+  configuration, owns the session; called on the host thread.
+- ``session.py``: the protocol-neutral core (transcript, tool calls, pending
+  confirmations, the user's answers); runs on the server's loop.
+- ``view.py`` (the panel, batched into Neovim), ``review.py`` (agent edits in
+  the diff tab of IDE mode), ``render.py`` (blocks as lines).
+- ``transport.py``: the :class:`~.transport.Transport` interface a protocol
+  implements, and its context. Read its docstring to write a transport.
+- ``model.py``: the events a transport emits and the transcript's data.
+- one module per protocol: ``a2a.py``, ``acp.py``.
+- ``files.py`` and ``merge.py``: the agent's file reads and writes through
+  Neovim's buffers.
+"""

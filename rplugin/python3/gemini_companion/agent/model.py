@@ -1,0 +1,271 @@
+"""The agent panel's protocol-neutral model: what a transport reports, as data.
+
+A transport (``a2a.py``, ``acp.py``) turns its protocol's messages into the
+:data:`AgentEvent` values below and hands them to :meth:`EventSink.emit
+<gemini_companion.agent.transport.EventSink.emit>`; the session
+(``session.py``) folds them into :class:`Transcript` and the panel. Nothing here
+knows which protocol is in use, and nothing here imports a protocol's package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypeAlias
+
+ToolStatus = Literal["pending", "executing", "succeeded", "failed", "cancelled"]
+"""A tool call's life: the RFC's ``ToolCallStatus`` names in lower case."""
+
+ConfirmationKind = Literal["edit", "exec", "mcp", "info"]
+"""What the agent asks permission for: an edit (shown in the diff tab), a shell
+command, an MCP tool, anything else (``info``: a description to read)."""
+
+AgentStatus = Literal["stopped", "starting", "idle", "working", "waiting", "error"]
+"""The agent as the user sees it: ``waiting`` means waiting for the user's answer."""
+
+OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always", ""]
+
+FINISHED: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
+
+
+@dataclass(frozen=True)
+class Option:
+    """One answer the agent offers to a confirmation.
+
+    ``id`` is what goes back to the agent (``proceed_once``, ``cancel``, ...);
+    ``kind`` says what it means, so ``:GeminiAccept``/``:GeminiReject`` without an
+    option can pick the right one whatever the agent calls it.
+    """
+
+    id: str
+    name: str
+    kind: OptionKind = ""
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A tool call waiting for the user's permission, with what to show.
+
+    Fields by ``kind``: ``edit``: ``file_path``, ``old_content`` (``None`` for a new
+    file), ``new_content``; ``exec``: ``command``, ``directory``; ``mcp``:
+    ``server``, ``tool``; every kind: ``title`` and ``description``.
+    """
+
+    kind: ConfirmationKind
+    title: str
+    options: tuple[Option, ...]
+    description: str | None = None
+    command: str | None = None
+    directory: str | None = None
+    server: str | None = None
+    tool: str | None = None
+    file_path: str | None = None
+    old_content: str | None = None
+    new_content: str | None = None
+
+    def option(self, wanted: str | None, *, reject: bool = False) -> Option | None:
+        """The option ``wanted`` names (an id, or a kind), else the default: the
+        first ``allow_once`` (or the first non-reject option) to accept, the first
+        ``reject_once`` (or the last option) to reject."""
+        if wanted:
+            for opt in self.options:
+                if wanted in (opt.id, opt.kind):
+                    return opt
+            return None
+        kinds = ("reject_once", "reject_always") if reject else ("allow_once", "allow_always")
+        for kind in kinds:
+            for opt in self.options:
+                if opt.kind == kind:
+                    return opt
+        if reject:
+            return self.options[-1] if self.options else None
+        rejects = {"reject_once", "reject_always"}
+        return next((o for o in self.options if o.kind not in rejects), None)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call's whole current state; each update replaces the previous one.
+
+    ``live_output`` is the running output (replaced whole on each update);
+    ``result``/``error`` are set when it finished; ``confirmation`` is set while it
+    waits for the user (status ``pending``) and ``None`` otherwise.
+    """
+
+    id: str
+    name: str
+    status: ToolStatus = "pending"
+    title: str = ""
+    input: Mapping[str, Any] | None = None
+    live_output: str = ""
+    result: str | None = None
+    error: str | None = None
+    confirmation: Confirmation | None = None
+    locations: tuple[str, ...] = ()
+
+    def but(self, **changes: Any) -> ToolCall:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """A slash command; sub-commands are reached as ``"parent child"``."""
+
+    name: str
+    description: str = ""
+    sub_commands: tuple[SlashCommand, ...] = ()
+
+    def names(self, prefix: str = "") -> list[str]:
+        full = f"{prefix}{self.name}"
+        out = [full]
+        for sub in self.sub_commands:
+            out.extend(sub.names(full + " "))
+        return out
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A part of a file the user points the agent at (``:'<,'>GeminiAgent``)."""
+
+    path: str
+    start_line: int | None = None  # 1-based, inclusive
+    end_line: int | None = None
+    text: str | None = None  # the lines, when the editor has them
+
+    def mention(self) -> str:
+        """The CLI's ``@path#L1-2`` spelling, for transports that take plain text."""
+        if self.start_line is None:
+            return f"@{self.path}"
+        if self.end_line is None or self.end_line == self.start_line:
+            return f"@{self.path}#L{self.start_line}"
+        return f"@{self.path}#L{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    references: tuple[Reference, ...] = ()
+
+
+# -- events: transport -> session ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MessageChunk:
+    """More of the agent's answer (markdown text, appended as it comes)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ThoughtChunk:
+    """More of the agent's thinking. A ``subject`` starts a new thought."""
+
+    text: str
+    subject: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallUpdate:
+    """A tool call was created or changed: the whole call, upserted by ``call.id``."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """Live output of a running tool call, appended (or replacing, ``append=False``)."""
+
+    call_id: str
+    text: str
+    append: bool = True
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """The agent's status; ``detail`` is shown with it (a reason, an error)."""
+
+    status: AgentStatus
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SessionUpdate:
+    """Facts about the session merged into ``state()``: for A2A ``task_id``,
+    ``context_id``, ``dialect``; for ACP ``session_id``, ``mode``, ``modes``,
+    ``model``, ``models``; ``None`` removes a key."""
+
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class CommandsUpdate:
+    commands: tuple[SlashCommand, ...]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A line for the transcript from the agent or the transport (an error, a
+    reconnect); errors also reach ``vim.notify``."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """The agent finished the prompt (``end_turn``, ``cancelled``, ``error``, ...)."""
+
+    reason: str = "end_turn"
+
+
+AgentEvent: TypeAlias = (
+    MessageChunk
+    | ThoughtChunk
+    | ToolCallUpdate
+    | ToolOutput
+    | StatusChange
+    | SessionUpdate
+    | CommandsUpdate
+    | Notice
+    | TurnEnd
+)
+
+
+# -- the transcript -------------------------------------------------------------------
+
+
+@dataclass
+class Block:
+    """One piece of the transcript, rendered as one contiguous range of lines.
+
+    ``kind``: ``prompt`` (the user's), ``message``, ``thought``, ``tool``,
+    ``notice``. Text blocks grow by appending; a tool block is re-rendered on
+    each update of its call.
+    """
+
+    id: int
+    kind: Literal["prompt", "message", "thought", "tool", "notice"]
+    text: str = ""
+    subject: str | None = None
+    call: ToolCall | None = None
+    level: str = "info"
+
+
+@dataclass
+class Transcript:
+    """Every block in order, the index of tool blocks by call id, and the
+    confirmations waiting for the user, oldest first."""
+
+    blocks: list[Block] = field(default_factory=list)
+    tool_blocks: dict[str, Block] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)  # call ids
+
+    def new_block(self, kind: Any, **values: Any) -> Block:
+        block = Block(len(self.blocks) + 1, kind, **values)
+        self.blocks.append(block)
+        return block
+
+    @property
+    def last(self) -> Block | None:
+        return self.blocks[-1] if self.blocks else None

@@ -1,0 +1,85 @@
+"""Agent edits in the diff tab of IDE mode: the second caller of diff.lua's view.
+
+The same Lua view as ``openDiff`` (same keys, ``:w``, ``:q``, ``:GeminiAccept``,
+``:GeminiReject``), with view ids from the same counter, so ``Companion`` routes
+the user's answer by id: to ``diff.py`` for a CLI in a terminal, here for the
+agent panel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
+
+from ..diff import next_diff_id
+from ..text import from_body, to_buffer
+
+if TYPE_CHECKING:
+    from ..editor import Editor
+
+log = logging.getLogger(__name__)
+
+Answered = Callable[[str, bool, "str | None"], Awaitable[None]]
+
+
+class DiffReview:
+    """:class:`~.session.EditReview` over diff.lua. Use on the session's loop."""
+
+    def __init__(self, editor: Editor, answered: Answered) -> None:
+        self._editor = editor
+        self._answered = answered
+        self._by_call: dict[str, int] = {}
+        self._by_id: dict[int, str] = {}
+
+    def owns(self, diff_id: int) -> bool:
+        return diff_id in self._by_id
+
+    async def open(self, call_id: str, file_path: str, new_content: str) -> None:
+        buffer = to_buffer(new_content)
+        diff_id = next_diff_id()
+        self._by_call[call_id] = diff_id
+        self._by_id[diff_id] = call_id
+        spec = {
+            "id": diff_id,
+            "file_path": file_path,
+            "text": buffer.body,
+            "eol": buffer.eol,
+            "fileformat": buffer.fileformat,
+            "session": "agent",
+        }
+        try:
+            opened = await asyncio.wrap_future(self._editor.open_diff(spec))
+        except Exception:
+            self._forget(call_id)
+            raise
+        if isinstance(opened, Mapping) and opened.get("refused"):
+            self._forget(call_id)
+            raise RuntimeError(str(opened["refused"]))
+
+    def _forget(self, call_id: str) -> int | None:
+        diff_id = self._by_call.pop(call_id, None)
+        if diff_id is not None:
+            self._by_id.pop(diff_id, None)
+        return diff_id
+
+    def close(self, call_id: str) -> None:
+        diff_id = self._forget(call_id)
+        if diff_id is not None:
+            self._editor.close_diff(diff_id, "closed")
+
+    async def accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
+        call_id = self._by_id.get(diff_id)
+        if call_id is None:
+            return
+        self._forget(call_id)
+        await self._answered(call_id, True, from_body(body, eol, fileformat))
+        self._editor.finish_diff(diff_id, "accepted")
+
+    async def rejected(self, diff_id: int) -> None:
+        call_id = self._by_id.get(diff_id)
+        if call_id is None:
+            return
+        self._forget(call_id)
+        await self._answered(call_id, False, None)

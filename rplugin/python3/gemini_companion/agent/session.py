@@ -1,0 +1,509 @@
+"""The agent session: one transport, the transcript, the pending confirmations.
+
+Protocol-neutral: it folds a transport's events (``model.py``) into the
+transcript and the panel (``view.py``), and turns the user's requests from the
+panel into calls of the :class:`~.transport.Transport`. Everything runs on one
+asyncio loop (the server's); requests from Neovim arrive through
+:meth:`AgentSession.request`.
+
+Edits the agent asks permission for open in the diff tab of IDE mode through an
+:class:`EditReview` (one diff mechanism with two callers); the user's answer there
+comes back as :meth:`AgentSession.edit_answered`. Nothing the agent asks about
+is answered without the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from . import render
+from .model import (
+    AgentEvent,
+    AgentStatus,
+    Block,
+    CommandsUpdate,
+    MessageChunk,
+    Notice,
+    Prompt,
+    Reference,
+    SessionUpdate,
+    SlashCommand,
+    StatusChange,
+    ThoughtChunk,
+    ToolCall,
+    ToolCallUpdate,
+    ToolOutput,
+    Transcript,
+    TurnEnd,
+)
+from .transport import Transport, TransportError
+from .view import PanelView
+
+log = logging.getLogger(__name__)
+
+
+class EditReview(Protocol):
+    """The diff tab, as the agent uses it (implemented over diff.py's views)."""
+
+    async def open(self, call_id: str, file_path: str, new_content: str) -> None:
+        """Show the proposal; the user's answer comes back through
+        :meth:`AgentSession.edit_answered`. Raises when the view cannot open."""
+
+    def close(self, call_id: str) -> None:
+        """Close the view without an answer (answered elsewhere, or obsolete)."""
+
+
+class BadRequestError(ValueError):
+    """A request from the panel that cannot be carried out, with the reason."""
+
+
+def _str(args: Mapping[str, Any], name: str, *, optional: bool = False) -> str | None:
+    value = args.get(name)
+    if value is None or value == "":
+        if optional:
+            return None
+        raise BadRequestError(f"'{name}' is missing")
+    if not isinstance(value, str):
+        raise BadRequestError(f"'{name}' must be a string")
+    return value
+
+
+def _references(raw: Any) -> tuple[Reference, ...]:
+    if not raw:
+        return ()
+    if not isinstance(raw, list):
+        raise BadRequestError("'references' must be a list")
+    refs = []
+    for item in raw:
+        if not isinstance(item, Mapping) or not isinstance(item.get("path"), str):
+            raise BadRequestError("each reference needs a 'path'")
+        start, end = item.get("start_line"), item.get("end_line")
+        refs.append(
+            Reference(
+                str(item["path"]),
+                int(start) if start is not None else None,
+                int(end) if end is not None else None,
+                item.get("text") if isinstance(item.get("text"), str) else None,
+            )
+        )
+    return tuple(refs)
+
+
+class AgentSession:
+    """The panel's core. Use on its loop only; ``request`` is the entry from Neovim."""
+
+    def __init__(
+        self, transport: Transport, view: PanelView, review: EditReview | None = None
+    ) -> None:
+        self.transport = transport
+        self.view = view
+        self.review = review
+        self.transcript = Transcript()
+        self.status: AgentStatus = "stopped"
+        self.detail = ""
+        self.info: dict[str, Any] = {}
+        self.commands: tuple[SlashCommand, ...] = ()
+        self._turn: asyncio.Task[None] | None = None
+        self._start_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._reviewing: set[str] = set()
+        self._stopped = False
+
+    # -- state ---------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """What ``require("gemini_companion.agent").state()`` returns."""
+        pending = []
+        for call_id in self.transcript.pending:
+            block = self.transcript.tool_blocks[call_id]
+            conf = block.call.confirmation if block.call else None
+            if conf is None:
+                continue
+            pending.append(
+                {
+                    "id": call_id,
+                    "kind": conf.kind,
+                    "title": conf.title,
+                    "options": [{"id": o.id, "name": o.name, "kind": o.kind} for o in conf.options],
+                    **({"file_path": conf.file_path} if conf.file_path else {}),
+                    **({"command": conf.command} if conf.command else {}),
+                }
+            )
+        names: list[str] = []
+        for command in self.commands:
+            names.extend(command.names())
+        state = {
+            **self.info,
+            "protocol": self.transport.protocol,
+            "state": self.status,
+            "pending": pending,
+            "commands": names,
+        }
+        if self.detail:
+            state["detail"] = self.detail
+        return state
+
+    def _publish(self) -> None:
+        self.view.state(self.state())
+
+    def _set_status(self, status: AgentStatus, detail: str = "") -> None:
+        if status == "idle" and self.transcript.pending:
+            status = "waiting"
+        if (status, detail) != (self.status, self.detail):
+            self.status, self.detail = status, detail
+            self._publish()
+
+    # -- events from the transport ---------------------------------------------------------
+
+    def emit(self, event: AgentEvent) -> None:
+        if self._stopped and not isinstance(event, StatusChange):
+            return
+        try:
+            self._handle(event)
+        except Exception:  # a bad event must not kill the transport's reader
+            log.exception("agent event %r failed", event)
+
+    def _handle(self, event: AgentEvent) -> None:
+        if isinstance(event, MessageChunk):
+            self._text("message", event.text)
+        elif isinstance(event, ThoughtChunk):
+            self._thought(event)
+        elif isinstance(event, ToolCallUpdate):
+            self._tool_call(event.call)
+        elif isinstance(event, ToolOutput):
+            block = self.transcript.tool_blocks.get(event.call_id)
+            if block is not None and block.call is not None:
+                text = block.call.live_output + event.text if event.append else event.text
+                self._tool_call(block.call.but(live_output=text))
+        elif isinstance(event, StatusChange):
+            self._set_status(event.status, event.detail)
+            if event.status == "error" and event.detail:
+                self._notice(event.detail, "error")
+        elif isinstance(event, SessionUpdate):
+            for key, value in event.values.items():
+                if value is None:
+                    self.info.pop(key, None)
+                else:
+                    self.info[key] = value
+            self._publish()
+        elif isinstance(event, CommandsUpdate):
+            self.commands = event.commands
+            self._publish()
+        elif isinstance(event, Notice):
+            self._notice(event.text, event.level)
+        elif isinstance(event, TurnEnd) and self.status in ("working", "starting"):
+            self._set_status("idle")
+
+    def _text(self, kind: str, text: str) -> None:
+        if not text:
+            return
+        last = self.transcript.last
+        if last is None or last.kind != kind:
+            last = self.transcript.new_block(kind)
+            self.view.block(last.id, render.message_start(), kind)
+        last.text += text
+        self.view.append(last.id, text)
+
+    def _thought(self, event: ThoughtChunk) -> None:
+        last = self.transcript.last
+        if last is None or last.kind != "thought" or event.subject:
+            last = self.transcript.new_block("thought", subject=event.subject)
+            self.view.block(last.id, render.thought_start(event.subject), "thought")
+        if event.text:
+            last.text += event.text
+            self.view.append(last.id, event.text, render.THOUGHT)
+
+    def _notice(self, text: str, level: str) -> None:
+        block = self.transcript.new_block("notice", text=text, level=level)
+        self.view.block(block.id, render.block_lines(block), "notice")
+        if level == "error":
+            self.view.notify(f"Gemini agent: {text}", level)
+
+    def _draw_tool(self, block: Block) -> None:
+        assert block.call is not None
+        pending = self.transcript.pending
+        position = pending.index(block.call.id) + 1 if block.call.id in pending else 0
+        self.view.block(block.id, render.block_lines(block, position, len(pending)), "tool")
+
+    def _tool_call(self, call: ToolCall) -> None:
+        tb = self.transcript.tool_blocks
+        block = tb.get(call.id)
+        if block is None:
+            block = self.transcript.new_block("tool", call=call)
+            tb[call.id] = block
+        else:
+            block.call = call
+        pending = self.transcript.pending
+        waits = call.confirmation is not None and call.status == "pending"
+        changed = False
+        if waits and call.id not in pending:
+            pending.append(call.id)
+            changed = True
+            conf = call.confirmation
+            if conf is not None and conf.kind == "edit" and conf.file_path is not None:
+                self._open_review(call.id, conf.file_path, conf.new_content or "")
+        elif not waits and call.id in pending:
+            self._resolved(call.id)
+            changed = True
+        self._draw_tool(block)
+        if changed:
+            for other in pending:
+                if other != call.id:
+                    self._draw_tool(tb[other])
+            if pending and self.status in ("working", "idle"):
+                self._set_status("waiting")
+            elif not pending and self.status == "waiting":
+                self._set_status("working")
+            self._publish()
+
+    def _resolved(self, call_id: str) -> None:
+        self.transcript.pending.remove(call_id)
+        if call_id in self._reviewing:
+            self._reviewing.discard(call_id)
+            if self.review is not None:
+                self.review.close(call_id)
+
+    def _open_review(self, call_id: str, path: str, content: str) -> None:
+        if self.review is None:
+            return
+        review = self.review
+        self._reviewing.add(call_id)
+
+        async def show() -> None:
+            try:
+                await review.open(call_id, path, content)
+            except Exception as exc:
+                self._reviewing.discard(call_id)
+                log.exception("opening the diff for %s failed", path)
+                self._notice(f"could not open the diff for {path}: {exc}", "warning")
+
+        self._spawn(show())
+
+    # -- requests from Neovim ---------------------------------------------------------------
+
+    def request(self, action: str, args: Mapping[str, Any]) -> None:
+        """A request from the panel (host.lua); runs in the background, errors shown."""
+        handler = {
+            "prompt": self._prompt_request,
+            "answer": self._answer_request,
+            "reject": self._reject_request,
+            "cancel": self._cancel_request,
+            "command": self._command_request,
+            "connect": self._connect_request,
+            "mode": self._mode_request,
+            "model": self._model_request,
+            "sessions": self._sessions_request,
+            "resume": self._resume_request,
+        }.get(action)
+        if handler is None:
+            self._notice(f"unknown agent request {action!r}", "error")
+            return
+        self._spawn(self._guarded(handler, args))
+
+    async def _guarded(self, handler: Any, args: Mapping[str, Any]) -> None:
+        try:
+            await handler(args)
+        except BadRequestError as exc:
+            self.view.notify(f"Gemini agent: {exc}", "warning")
+        except TransportError as exc:
+            self._notice(str(exc), "error")
+        except Exception as exc:
+            log.exception("agent request failed")
+            self._notice(f"{type(exc).__name__}: {exc}", "error")
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def ensure_started(self) -> None:
+        async with self._start_lock:
+            if self.transport.connected:
+                return
+            self._stopped = False
+            self._set_status("starting")
+            try:
+                await self.transport.start(self)
+            except TransportError as exc:
+                self._set_status("error", str(exc))
+                raise
+            except Exception as exc:
+                log.exception("the agent did not start")
+                self._set_status("error", str(exc))
+                raise TransportError(f"the agent did not start: {exc}") from exc
+            self._set_status("idle")
+
+    async def _connect_request(self, args: Mapping[str, Any]) -> None:
+        await self.ensure_started()
+
+    def busy(self) -> bool:
+        return self._turn is not None and not self._turn.done()
+
+    async def _prompt_request(self, args: Mapping[str, Any]) -> None:
+        text = _str(args, "text")
+        assert text is not None
+        await self.prompt(Prompt(text, _references(args.get("references"))))
+
+    async def prompt(self, prompt: Prompt) -> None:
+        if self.busy() or self.status == "waiting":
+            raise BadRequestError(
+                "the agent is still busy with the last prompt: wait, answer it, or cancel it"
+                " (:GeminiAgentCancel); your text is in the prompt history"
+            )
+        first = not self.transcript.blocks
+        block = self.transcript.new_block("prompt", text=prompt.text)
+        mentions = [ref.mention() for ref in prompt.references]
+        self.view.block(block.id, render.prompt_lines(prompt.text, mentions, first), "prompt")
+        await self._run_turn(self.transport.prompt, prompt)
+
+    async def _run_turn(self, fn: Any, *args: Any) -> None:
+        await self.ensure_started()
+        self._set_status("working")
+        self._turn = asyncio.current_task()
+        try:
+            await fn(*args)
+        except asyncio.CancelledError:
+            raise
+        except TransportError as exc:
+            self._set_status("error", str(exc))
+            self._notice(str(exc), "error")
+            return
+        finally:
+            self._turn = None
+        if self.status == "working":
+            self._set_status("idle")
+
+    def _pending_call(self, call_id: str | None) -> ToolCall:
+        pending = self.transcript.pending
+        if not pending:
+            raise BadRequestError("nothing is waiting for an answer")
+        wanted = call_id or pending[0]
+        if wanted not in pending:
+            raise BadRequestError(f"tool call {wanted} is not waiting for an answer")
+        call = self.transcript.tool_blocks[wanted].call
+        assert call is not None and call.confirmation is not None
+        return call
+
+    async def _answer_request(self, args: Mapping[str, Any]) -> None:
+        call = self._pending_call(_str(args, "call_id", optional=True))
+        await self.answer(call, _str(args, "option", optional=True), reject=False)
+
+    async def _reject_request(self, args: Mapping[str, Any]) -> None:
+        call = self._pending_call(_str(args, "call_id", optional=True))
+        await self.answer(call, _str(args, "option", optional=True), reject=True)
+
+    async def answer(
+        self,
+        call: ToolCall,
+        wanted: str | None,
+        *,
+        reject: bool,
+        new_content: str | None = None,
+    ) -> None:
+        conf = call.confirmation
+        assert conf is not None
+        option = conf.option(wanted, reject=reject)
+        if option is None:
+            ids = ", ".join(o.id for o in conf.options)
+            raise BadRequestError(f"no option {wanted!r} for {conf.title}: choose one of {ids}")
+        # The answer is recorded before it is sent: a second :GeminiAccept must not
+        # answer the same call twice.
+        self._tool_call(call.but(confirmation=None))
+        self._set_status("working")
+        await self._run_answer(call.id, option.id, new_content)
+
+    async def _run_answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+        self._turn = asyncio.current_task()
+        try:
+            await self.transport.answer(call_id, option_id, new_content)
+        finally:
+            self._turn = None
+        if self.status == "working":
+            self._set_status("idle")
+
+    async def edit_answered(self, call_id: str, accepted: bool, content: str | None) -> None:
+        """The user answered an edit in the diff tab (content: their accepted text)."""
+        self._reviewing.discard(call_id)
+        block = self.transcript.tool_blocks.get(call_id)
+        call = block.call if block is not None else None
+        if call is None or call.confirmation is None or call_id not in self.transcript.pending:
+            log.info("edit %s answered after it stopped waiting", call_id)
+            return
+        proposal = call.confirmation.new_content
+        modified = content if accepted and content is not None and content != proposal else None
+        try:
+            await self.answer(call, None, reject=not accepted, new_content=modified)
+        except (TransportError, BadRequestError) as exc:
+            self._notice(str(exc), "error")
+
+    async def _cancel_request(self, args: Mapping[str, Any]) -> None:
+        await self.cancel()
+
+    async def cancel(self) -> None:
+        if not self.transport.connected:
+            return
+        for call_id in list(self.transcript.pending):
+            block = self.transcript.tool_blocks[call_id]
+            if block.call is not None:
+                self._tool_call(block.call.but(confirmation=None, status="cancelled"))
+        await self.transport.cancel()
+        turn = self._turn
+        if turn is not None and not turn.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(turn), 5)
+            except (asyncio.TimeoutError, Exception):
+                turn.cancel()
+        self._set_status("idle", "cancelled")
+        self._notice("Cancelled.", "info")
+
+    async def _command_request(self, args: Mapping[str, Any]) -> None:
+        name = _str(args, "name")
+        assert name is not None
+        name = name.lstrip("/").strip()
+        rest = _str(args, "args", optional=True) or ""
+        first = not self.transcript.blocks
+        block = self.transcript.new_block("prompt", text=f"/{name} {rest}".rstrip())
+        self.view.block(block.id, render.prompt_lines(block.text, [], first), "prompt")
+        await self._run_turn(self.transport.run_command, name, rest)
+
+    async def _mode_request(self, args: Mapping[str, Any]) -> None:
+        mode = _str(args, "mode")
+        assert mode is not None
+        await self.ensure_started()
+        await self.transport.set_mode(mode)
+
+    async def _model_request(self, args: Mapping[str, Any]) -> None:
+        model = _str(args, "model")
+        assert model is not None
+        await self.ensure_started()
+        await self.transport.set_model(model)
+
+    async def _sessions_request(self, args: Mapping[str, Any]) -> None:
+        await self.ensure_started()
+        sessions = await self.transport.sessions()
+        self.info["sessions"] = [dict(s) for s in sessions]
+        self._publish()
+
+    async def _resume_request(self, args: Mapping[str, Any]) -> None:
+        session_id = _str(args, "session_id")
+        assert session_id is not None
+        await self.ensure_started()
+        await self.transport.resume(session_id)
+
+    async def stop(self) -> None:
+        """Stop the transport (and the agent it started); the transcript stays."""
+        self._stopped = True
+        for call_id in list(self.transcript.pending):
+            self._resolved(call_id)
+        for task in list(self._tasks):
+            if task is not asyncio.current_task():
+                task.cancel()
+        try:
+            await self.transport.stop()
+        except Exception:
+            log.exception("stopping the agent failed")
+        self._set_status("stopped")
+        self._publish()

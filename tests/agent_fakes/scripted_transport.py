@@ -1,0 +1,145 @@
+"""A transport for the panel's tests: no protocol, a script keyed by the prompt.
+
+Loaded into the plugin's Python host through ``GEMINI_COMPANION_TEST_TRANSPORT``
+(agent/service.py); what it receives from the session is appended as JSON lines
+to ``$SCRIPTED_TRANSPORT_LOG`` so a test can check what reached the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+from gemini_companion.agent.model import (
+    CommandsUpdate,
+    Confirmation,
+    MessageChunk,
+    Option,
+    Prompt,
+    SessionUpdate,
+    SlashCommand,
+    ThoughtChunk,
+    ToolCall,
+    ToolCallUpdate,
+    TurnEnd,
+)
+from gemini_companion.agent.transport import EventSink, Transport, TransportError
+
+OPTIONS = (
+    Option("proceed_once", "Allow once", "allow_once"),
+    Option("proceed_always", "Allow always", "allow_always"),
+    Option("cancel", "Reject", "reject_once"),
+)
+
+
+class ScriptedTransport(Transport):
+    protocol = "a2a"
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._events: EventSink | None = None
+        self._connected = False
+        self._calls: dict[str, ToolCall] = {}
+        self._cancelled = asyncio.Event()
+
+    def _log(self, **record: Any) -> None:
+        path = os.environ.get("SCRIPTED_TRANSPORT_LOG")
+        if path:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    @property
+    def events(self) -> EventSink:
+        assert self._events is not None
+        return self._events
+
+    async def start(self, events: EventSink) -> None:
+        if os.environ.get("SCRIPTED_TRANSPORT_FAIL"):
+            raise TransportError("scripted start failure: set SCRIPTED_TRANSPORT_FAIL=")
+        self._events = events
+        self._connected = True
+        self._log(call="start", workspace=self.context.workspace)
+        events.emit(SessionUpdate({"dialect": "rfc", "task_id": "task-1", "context_id": "ctx-1"}))
+        events.emit(
+            CommandsUpdate(
+                (
+                    SlashCommand("memory", "Memory", (SlashCommand("add"), SlashCommand("show"))),
+                    SlashCommand("about", "About"),
+                )
+            )
+        )
+
+    async def prompt(self, prompt: Prompt) -> None:
+        self._log(
+            call="prompt", text=prompt.text, references=[r.mention() for r in prompt.references]
+        )
+        text = prompt.text
+        if text.startswith("stream "):
+            size = int(text.split()[1])
+            chunk = "x" * 99 + "\n"
+            for _ in range(size // len(chunk)):
+                self.events.emit(MessageChunk(chunk))
+                await asyncio.sleep(0)
+        elif text == "think":
+            self.events.emit(ThoughtChunk("Reading the files\nthen more", subject="Planning"))
+            self.events.emit(MessageChunk("Thought done."))
+        elif text in ("shell", "two"):
+            self._ask("call-1", "exec", "ls -la")
+            if text == "two":
+                self._ask("call-2", "exec", "rm -rf build")
+            return
+        elif text == "edit":
+            path = os.path.join(self.context.workspace, "edited.txt")
+            conf = Confirmation(
+                "edit", f"Write {path}", OPTIONS, file_path=path, new_content="proposed\n"
+            )
+            self._update(ToolCall("edit-1", "write_file", "pending", confirmation=conf))
+            return
+        elif text == "slow":
+            self.events.emit(MessageChunk("Working"))
+            self._cancelled.clear()
+            await self._cancelled.wait()
+            return
+        else:
+            self.events.emit(MessageChunk("Hello"))
+            self.events.emit(MessageChunk(", world"))
+        self.events.emit(TurnEnd())
+
+    def _ask(self, call_id: str, kind: Any, command: str) -> None:
+        conf = Confirmation(kind, f"Run {command}", OPTIONS, command=command, directory="/w")
+        self._update(ToolCall(call_id, "run_shell_command", "pending", command, confirmation=conf))
+
+    def _update(self, call: ToolCall) -> None:
+        self._calls[call.id] = call
+        self.events.emit(ToolCallUpdate(call))
+
+    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+        self._log(call="answer", call_id=call_id, option=option_id, new_content=new_content)
+        call = self._calls[call_id].but(confirmation=None)
+        if option_id == "cancel":
+            self._update(call.but(status="cancelled"))
+        else:
+            self._update(call.but(status="executing", live_output="line 1\n"))
+            self._update(call.but(status="succeeded", result="ok"))
+        if not any(c.confirmation and c.status == "pending" for c in self._calls.values()):
+            self.events.emit(MessageChunk("After the tool."))
+            self.events.emit(TurnEnd())
+
+    async def cancel(self) -> None:
+        self._log(call="cancel")
+        self._cancelled.set()
+
+    async def run_command(self, name: str, args: str) -> None:
+        self._log(call="command", name=name, args=args)
+        self.events.emit(MessageChunk(f"ran /{name} {args}".rstrip()))
+        self.events.emit(TurnEnd())
+
+    async def stop(self) -> None:
+        self._log(call="stop")
+        self._connected = False

@@ -1,0 +1,288 @@
+"""The agent panel in a real Neovim (issue 11, items 1, 4, 6, 8): the panel, its
+keys and commands, the Lua API and events, edits in the diff tab, driven through
+the real Python host with the scripted transport (tests/agent_fakes) in place of
+a protocol. The transports' own tests drive real agents."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import ROOT, Nvim, wait_for
+
+SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
+
+RECORD = """
+_G.agent_events = {}
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'GeminiAgentUpdate',
+  callback = function(args) table.insert(_G.agent_events, args.data.state) end,
+})
+"""
+
+
+@pytest.fixture
+def log_file(tmp_path: Path) -> Path:
+    return tmp_path / "transport.jsonl"
+
+
+@pytest.fixture
+def agent_nvim(nvim_factory: Callable[..., Nvim], log_file: Path, tmp_path: Path) -> Nvim:
+    work = tmp_path / "work"
+    work.mkdir()
+    nvim = nvim_factory(
+        cwd=work,
+        env={"GEMINI_COMPANION_TEST_TRANSPORT": SCRIPTED, "SCRIPTED_TRANSPORT_LOG": str(log_file)},
+        extra_init=RECORD,
+    )
+    nvim.wait_running()
+    return nvim
+
+
+def received(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def transcript(nvim: Nvim) -> str:
+    return "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
+
+
+def agent_state(nvim: Nvim) -> dict[str, Any]:
+    return dict(nvim.lua("return require('gemini_companion.agent').state()"))
+
+
+def wait_transcript(nvim: Nvim, text: str, timeout: float = 15) -> str:
+    def check() -> str | None:
+        found = transcript(nvim)
+        return found if text in found else None
+
+    return wait_for(check, timeout, f"{text!r} in the transcript")
+
+
+def wait_agent(nvim: Nvim, what: str, check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        state = agent_state(nvim)
+        return state if check(state) else None
+
+    return wait_for(probe, 15, what)
+
+
+def panel_windows(nvim: Nvim) -> list[str]:
+    return list(
+        nvim.lua(
+            "return vim.tbl_map(function(w)"
+            " return vim.bo[vim.api.nvim_win_get_buf(w)].filetype end,"
+            " vim.api.nvim_tabpage_list_wins(0))"
+        )
+    )
+
+
+def test_the_panel_opens_sends_with_enter_and_streams_the_answer(
+    agent_nvim: Nvim, log_file: Path
+) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent")
+    assert sorted(panel_windows(nvim)) == ["", "gemini_agent", "gemini_agent_prompt"]
+    assert nvim.api.eval("&filetype") == "gemini_agent_prompt"  # the cursor is in the prompt
+    nvim.api.current.buffer[:] = ["hello", "agent"]
+    nvim.api.input("<CR>")
+    text = wait_transcript(nvim, "Hello, world")
+    assert "## You\nhello\nagent\n\n## Gemini\n\nHello, world" in text
+    assert nvim.api.current.buffer[:] == [""]  # sent, so cleared
+    prompt = next(r for r in received(log_file) if r["call"] == "prompt")
+    assert prompt["text"] == "hello\nagent"
+    assert "idle" in nvim.lua("return _G.agent_events")
+    # The transcript is read-only for the user.
+    assert (
+        nvim.lua("return vim.bo[require('gemini_companion.agent.transcript').buffer()].modifiable")
+        is False
+    )
+    # History: <C-p> brings the last prompt back.
+    nvim.api.input("<C-p>")
+    wait_for(lambda: nvim.api.current.buffer[:] == ["hello", "agent"], 5, "the prompt from history")
+
+
+def test_send_from_elsewhere_keeps_the_cursor_and_a_range_adds_a_reference(
+    agent_nvim: Nvim, log_file: Path, tmp_path: Path
+) -> None:
+    nvim = agent_nvim
+    source = tmp_path / "work" / "code.py"
+    source.write_text("a = 1\nb = 2\nc = 3\n")
+    nvim.api.command(f"edit {source}")
+    nvim.api.command("2,3GeminiAgent explain this")
+    assert nvim.api.eval("expand('%:t')") == "code.py"
+    assert "gemini_agent" in panel_windows(nvim)
+    wait_transcript(nvim, "Hello, world")
+    prompt = next(r for r in received(log_file) if r["call"] == "prompt")
+    assert prompt == {"call": "prompt", "text": "explain this", "references": [f"@{source}#L2-3"]}
+    assert f"  @{source}#L2-3" in transcript(nvim)
+
+
+def test_a_shell_confirmation_waits_for_accept_and_shows_in_state_and_statusline(
+    agent_nvim: Nvim, log_file: Path
+) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent shell")
+    state = wait_agent(nvim, "a pending confirmation", lambda s: s["state"] == "waiting")
+    assert state["protocol"] == "a2a"
+    assert state["dialect"] == "rfc"
+    assert state["task_id"] == "task-1"
+    assert [(p["id"], p["kind"], p["title"]) for p in state["pending"]] == [
+        ("call-1", "exec", "Run ls -la")
+    ]
+    assert [o["id"] for o in state["pending"][0]["options"]] == [
+        "proceed_once",
+        "proceed_always",
+        "cancel",
+    ]
+    assert "$ ls -la" in transcript(nvim)
+    status = nvim.lua("return require('gemini_companion').statusline({highlight = false})")
+    assert "agent: waiting for you" in status
+    assert nvim.api.eval("getcompletion('GeminiAccept ', 'cmdline')") == [
+        "proceed_once",
+        "proceed_always",
+        "cancel",
+    ]
+    assert not [r for r in received(log_file) if r["call"] == "answer"]
+    nvim.api.command("GeminiAccept proceed_always")
+    wait_transcript(nvim, "After the tool.")
+    answer = next(r for r in received(log_file) if r["call"] == "answer")
+    assert answer["option"] == "proceed_always"
+    assert transcript(nvim).count("[tool] run_shell_command") == 1
+    wait_agent(nvim, "idle again", lambda s: s["state"] == "idle" and not s["pending"])
+    events = nvim.lua("return _G.agent_events")
+    assert "waiting" in events and events[-1] == "idle"
+
+
+def test_reject_key_in_the_panel_answers_the_oldest_of_two(
+    agent_nvim: Nvim, log_file: Path
+) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent")
+    nvim.api.command("GeminiAgent two")
+    wait_agent(nvim, "two pending", lambda s: len(s["pending"]) == 2)
+    assert "Waiting for you (2 of 2)" in transcript(nvim)
+    nvim.api.command("stopinsert")
+    nvim.api.input("\\r")  # <LocalLeader>r, the prompt buffer's reject key
+    wait_agent(nvim, "one pending", lambda s: len(s["pending"]) == 1)
+    answer = next(r for r in received(log_file) if r["call"] == "answer")
+    assert (answer["call_id"], answer["option"]) == ("call-1", "cancel")
+    assert "(cancelled)" in transcript(nvim)
+
+
+def test_an_edit_opens_the_diff_tab_and_the_users_version_goes_back(
+    agent_nvim: Nvim, log_file: Path, tmp_path: Path
+) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent edit")
+    views = wait_for(
+        lambda: nvim.lua("return require('gemini_companion.diff').views()"), 15, "the diff view"
+    )
+    assert len(views) == 1
+    view = views[0]
+    assert view["file_path"] == str(tmp_path / "work" / "edited.txt")
+    assert nvim.lua("return vim.api.nvim_get_current_tabpage()") == view["tab"]
+    nvim.api.buffers[view["proposal"]][:] = ["proposed", "and the user's line"]
+    nvim.api.command("GeminiAccept")
+    wait_for(
+        lambda: [r for r in received(log_file) if r["call"] == "answer"], 15, "the edit's answer"
+    )
+    answer = next(r for r in received(log_file) if r["call"] == "answer")
+    assert answer == {
+        "call": "answer",
+        "call_id": "edit-1",
+        "option": "proceed_once",
+        "new_content": "proposed\nand the user's line\n",
+    }
+    wait_for(lambda: not nvim.lua("return require('gemini_companion.diff').views()"), 10, "closed")
+
+
+def test_the_panel_survives_only_and_reopens_with_the_same_transcript(
+    agent_nvim: Nvim,
+) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent say hi")
+    wait_transcript(nvim, "Hello, world")
+    nvim.api.command("only")
+    assert panel_windows(nvim) == [""]
+    nvim.api.command("GeminiAgent")
+    assert "Hello, world" in transcript(nvim)
+    assert sorted(panel_windows(nvim)) == ["", "gemini_agent", "gemini_agent_prompt"]
+    # In another tab too, showing the same buffers; toggling closes it there only.
+    nvim.api.command("tabnew")
+    nvim.api.command("GeminiAgent")
+    assert sorted(panel_windows(nvim)) == ["", "gemini_agent", "gemini_agent_prompt"]
+    nvim.api.command("GeminiAgent")
+    assert panel_windows(nvim) == [""]
+    nvim.api.command("tabprevious")
+    assert "gemini_agent" in panel_windows(nvim)
+
+
+def test_slash_commands_complete_and_run(agent_nvim: Nvim, log_file: Path) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent")
+    wait_agent(nvim, "commands", lambda s: bool(s["commands"]))
+    assert nvim.api.eval("getcompletion('GeminiAgent /m', 'cmdline')") == ["/memory"]
+    assert nvim.api.eval("getcompletion('GeminiAgent /memory ', 'cmdline')") == ["add", "show"]
+    nvim.api.command("GeminiAgent /memory add remember this")
+    wait_transcript(nvim, "ran /memory add remember this")
+    command = next(r for r in received(log_file) if r["call"] == "command")
+    assert (command["name"], command["args"]) == ("memory add", "remember this")
+
+
+def test_cancel_stops_a_running_prompt_and_a_new_one_works(
+    agent_nvim: Nvim, log_file: Path
+) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent slow")
+    wait_agent(nvim, "working", lambda s: s["state"] == "working")
+    # A second prompt while busy is refused, and the text stays in the prompt buffer.
+    nvim.lua("require('gemini_companion.agent').open()")
+    nvim.api.current.buffer[:] = ["not yet"]
+    nvim.api.input("<CR>")
+    wait_for(
+        lambda: nvim.lua("return #require('gemini_companion.agent.panel').history_entries()") == 1,
+        5,
+        "history",
+    )
+    assert nvim.api.current.buffer[:] == ["not yet"]
+    nvim.api.command("GeminiAgentCancel")
+    wait_agent(nvim, "idle after cancel", lambda s: s["state"] == "idle")
+    assert any(r["call"] == "cancel" for r in received(log_file))
+    nvim.api.input("<CR>")
+    wait_transcript(nvim, "## You\nnot yet")
+    wait_transcript(nvim, "Hello, world")
+
+
+def test_a_megabyte_streams_into_the_transcript_in_batches(agent_nvim: Nvim) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent stream 1000000")
+    wait_agent(nvim, "the stream to end", lambda s: s["state"] == "idle")
+    count = wait_for(
+        lambda: (n := transcript(nvim).count("x" * 99)) >= 10000 and n, 30, "all the lines"
+    )
+    assert count == 10000
+
+
+def test_a_bad_agent_option_is_refused_naming_it(nvim_factory: Callable[..., Nvim]) -> None:
+    nvim = nvim_factory(setup={"auto_start": False})
+    err = nvim.lua(
+        "local ok, e = pcall(require('gemini_companion').setup, {agent = {protocol = 'x'}})"
+        " return e"
+    )
+    assert "agent.protocol" in err and "a2a, acp" in err
+    err = nvim.lua(
+        "local ok, e = pcall(require('gemini_companion').setup, {agent = {a2a = {cmd = {}}}})"
+        " return e"
+    )
+    assert "agent.a2a.cmd" in err
+    cmd = nvim.lua(
+        "require('gemini_companion').setup({agent = {a2a = {cmd = {'my-server'}}}})"
+        " return require('gemini_companion.config').get().agent.a2a.cmd"
+    )
+    assert cmd == ["my-server"]
