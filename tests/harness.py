@@ -70,6 +70,12 @@ def wait_for(
         time.sleep(interval)
 
 
+def process_env(pid: int) -> dict[str, str]:
+    """The environment process ``pid`` runs with (from /proc)."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
 @dataclass
 class Sandbox:
     root: Path
@@ -189,6 +195,16 @@ class Nvim:
         env["TMPDIR"] = self.sandbox.env["TMPDIR"]
         env.update(self.state()["env"])
         return env
+
+    def started_job_env(self, job: int) -> dict[str, str]:
+        """The environment job ``job`` of this Neovim really got. Read once it has
+        exec'd: before that, /proc shows the environment Neovim itself was started with."""
+        pid = self.lua("return vim.fn.jobpid(...)", job)
+        return wait_for(
+            lambda: (env := process_env(pid)).get("GEMINI_CLI_IDE_SERVER_PORT") and env,
+            10,
+            f"the IDE variables in the environment of job {job} (pid {pid})",
+        )
 
     def token(self) -> str:
         """The bearer token, from the running server's discovery file."""

@@ -111,6 +111,17 @@ class McpConnection:
                 if name == method:
                     return params
 
+    async def notifications_until(
+        self, method: str, timeout: float = 10
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Every notification, in order, up to and including the next ``method``."""
+        seen: list[tuple[str, dict[str, Any]]] = []
+        with anyio.fail_after(timeout):
+            while True:
+                seen.append(await self.notifications.receive())
+                if seen[-1][0] == method:
+                    return seen
+
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         return await self.request("tools/call", {"name": name, "arguments": arguments})
 
@@ -148,6 +159,11 @@ class SyncMcpConnection:
 
     def next_notification(self, method: str, timeout: float = 10) -> dict[str, Any]:
         return self._portal.call(self.conn.next_notification, method, timeout)
+
+    def notifications_until(
+        self, method: str, timeout: float = 10
+    ) -> list[tuple[str, dict[str, Any]]]:
+        return self._portal.call(self.conn.notifications_until, method, timeout)
 
     def drain(self) -> list[tuple[str, dict[str, Any]]]:
         """Notifications received so far and not yet consumed."""

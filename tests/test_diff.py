@@ -74,9 +74,18 @@ def open_diff(conn: SyncMcpConnection, path: Path | str, content: str) -> dict[s
     return conn.call_tool("openDiff", {"filePath": str(path), "newContent": content})
 
 
-def diff_answers(conn: SyncMcpConnection) -> list[tuple[str, dict[str, Any]]]:
-    """The ide/diff* notifications received and not yet consumed (context updates aside)."""
-    return [n for n in conn.drain() if n[0].startswith("ide/diff")]
+def nothing_sent_since(nvim: Nvim, conn: SyncMcpConnection, why: str) -> None:
+    """Nothing was answered to ``conn`` since its last answer read: a diff of a marker
+    file is opened and rejected, and its rejection must be the first answer ``conn``
+    gets (its stream is ordered, so a stray answer would come first)."""
+    marker = nvim.sandbox.root / "marker.txt"
+    ok(open_diff(conn, marker, "marker\n"))
+    [view] = [v for v in views(nvim) if v["file_path"] == str(marker)]
+    nvim.lua("require('gemini_companion.diff').reject(...)", view["id"])
+    answers = [
+        n for n in conn.notifications_until("ide/diffRejected") if n[0].startswith("ide/diff")
+    ]
+    assert answers == [("ide/diffRejected", {"filePath": str(marker)})], why
 
 
 def ok(result: dict[str, Any]) -> dict[str, Any]:
@@ -229,8 +238,7 @@ def test_wq_in_the_proposal_accepts_once_and_sends_no_rejection(
     nvim.api.command("wq")
     assert conn.next_notification("ide/diffAccepted")["content"] == "x = 1\n"
     no_views(nvim, "the diff tab to close")
-    nvim.lua("vim.wait(200)")
-    assert diff_answers(conn) == []
+    nothing_sent_since(nvim, conn, "no rejection after the accept")
 
 
 def test_configured_keymaps_accept_and_reject(
@@ -295,10 +303,9 @@ def test_reject_paths_send_diff_rejected_and_close_the_tab(
     assert conn.next_notification("ide/diffRejected") == {"filePath": str(target)}
     no_views(nvim, "the diff tab to close")
     assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
-    nvim.lua("vim.wait(100)")
-    assert diff_answers(conn) == []
     closed = [e for e in events(nvim) if e[0] == "GeminiDiffClosed"]
     assert [c[1]["result"] for c in closed] == ["rejected"]
+    nothing_sent_since(nvim, conn, "one answer per diff")
 
 
 def test_a_diff_tab_that_is_the_last_tab_closes_without_quitting(
@@ -325,10 +332,9 @@ def test_close_diff_returns_the_proposal_with_edits_as_json_and_sends_nothing(
     assert part["type"] == "text"
     assert json.loads(part["text"]) == {"content": "a\nb\nc\n"}
     no_views(nvim, "closeDiff to close the tab")
-    nvim.lua("vim.wait(200)")
-    assert diff_answers(conn) == []
     closed = [e for e in events(nvim) if e[0] == "GeminiDiffClosed"]
     assert [c[1]["result"] for c in closed] == ["closed"]
+    nothing_sent_since(nvim, conn, "closeDiff sends no notification")
     again = conn.call_tool("closeDiff", {"filePath": str(target)})
     assert again["isError"] is True
     assert "no diff is open" in again["content"][0]["text"]
@@ -624,8 +630,7 @@ def test_a_disconnected_clis_diff_stays_marked_and_sends_nothing(nvim: Nvim, tar
         no_views(nvim, "the orphaned tab to close")
         closed = [e for e in events(nvim) if e[0] == "GeminiDiffClosed"]
         assert [c[1]["result"] for c in closed] == ["disconnected"]
-        nvim.lua("vim.wait(200)")
-        assert diff_answers(other) == [], "nothing may go to another session"
+        nothing_sent_since(nvim, other, "nothing may go to another session")
         # The file is free again for a new CLI.
         ok(open_diff(other, target, "again\n"))
         nvim.api.command("GeminiReject")
@@ -669,9 +674,8 @@ def test_two_sessions_have_diffs_open_at_once_and_each_gets_its_own_answer(
         wait_views(nvim, 1)
         nvim.api.command("GeminiReject")  # the only one left, from any tab
         assert first.next_notification("ide/diffRejected") == {"filePath": str(target)}
-        nvim.lua("vim.wait(200)")
-        assert diff_answers(first) == []
-        assert diff_answers(second) == []
+        nothing_sent_since(nvim, first, "one answer to the first CLI")
+        nothing_sent_since(nvim, second, "one answer to the second CLI")
 
 
 def test_a_second_open_diff_from_the_same_session_replaces_the_first_silently(
@@ -681,10 +685,11 @@ def test_a_second_open_diff_from_the_same_session_replaces_the_first_silently(
     ok(open_diff(conn, target, "two\n"))
     [view] = views(nvim)
     assert proposal_text(nvim, view) == ["two"]
-    nvim.lua("vim.wait(100)")
-    assert diff_answers(conn) == []
     nvim.api.command("GeminiAccept")
-    assert conn.next_notification("ide/diffAccepted")["content"] == "two\n"
+    # The first diff got no answer: the accept of the second is the first one sent.
+    answers = [n for n in conn.notifications_until("ide/diffAccepted") if n[0].startswith("ide/")]
+    answers = [n for n in answers if n[0] != "ide/contextUpdate"]
+    assert answers == [("ide/diffAccepted", {"filePath": str(target), "content": "two\n"})]
 
 
 def test_stopping_the_server_keeps_open_diffs_marked_and_a_restart_starts_afresh(

@@ -390,22 +390,6 @@ def test_setup_twice_is_safe_and_the_second_call_wins(nvim_factory: Any) -> None
 # -- :Gemini -----------------------------------------------------------------------------
 
 
-def _proc_env(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
-
-
-def _job_env(nvim: Nvim, job: int) -> dict[str, str]:
-    """The environment a job's process was started with. Read once it has exec'd:
-    before that, /proc shows the environment Neovim itself was started with."""
-    pid = nvim.lua("return vim.fn.jobpid(...)", job)
-    return wait_for(
-        lambda: (env := _proc_env(pid)).get("GEMINI_CLI_IDE_SERVER_PORT") and env,
-        10,
-        f"the IDE variables in the environment of job {job} (pid {pid})",
-    )
-
-
 def test_gemini_sends_a_range_as_a_file_reference(nvim_factory: Any, tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
@@ -424,7 +408,7 @@ def test_gemini_sends_a_range_as_a_file_reference(nvim_factory: Any, tmp_path: P
     assert "@sample.txt#L2-3 explain this" in text
     assert text.startswith("\x1b[200~"), "sent as a bracketed paste"
     term = nvim.lua("return require('gemini_companion.terminal').get()")
-    env = _job_env(nvim, term["job"])
+    env = nvim.started_job_env(term["job"])
     assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(nvim.state()["port"])
     assert env["GEMINI_CLI_IDE_PID"] == str(nvim.pid)
     # :Gemini without text toggles the window; the CLI keeps running
@@ -445,7 +429,7 @@ def test_gemini_starts_the_server_first_and_opens_a_float_when_configured(
         lambda: nvim.lua("return require('gemini_companion.terminal').get()"), 10, "terminal"
     )
     assert nvim.state()["running"] is True, "the server runs before the CLI starts"
-    env = _job_env(nvim, term["job"])
+    env = nvim.started_job_env(term["job"])
     assert env["GEMINI_CLI_IDE_SERVER_PORT"] == str(nvim.state()["port"])
     relative = nvim.lua("return vim.api.nvim_win_get_config(0).relative")
     assert relative == "editor"
@@ -495,7 +479,7 @@ def test_gemini_terminal_runs_the_real_cli_which_connects_to_neovim(
         lambda s: len(s["sessions"]) >= 1, 90, "the gemini CLI in :Gemini's terminal to connect"
     )
     term = nvim.lua("return require('gemini_companion.terminal').get()")
-    env = _job_env(nvim, term["job"])
+    env = nvim.started_job_env(term["job"])
     assert env["GEMINI_CLI_IDE_AUTH_TOKEN"] == state["env"]["GEMINI_CLI_IDE_AUTH_TOKEN"]
     assert env["HOME"] == str(home)
     wait_for(

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from harness import INTEROP, Nvim, Sandbox, wait_for
+from harness import Nvim, Sandbox, wait_for
 from ide_client import DRIVER, IdeClientProcess
 from mcp_client import initialize_request, mcp_client, mcp_connection, post_headers
 
@@ -65,7 +65,12 @@ def test_listens_on_loopback_only(nvim: Nvim) -> None:
 
 def test_auto_start_can_be_turned_off(nvim_factory: Callable[..., Nvim]) -> None:
     nvim = nvim_factory(setup={"auto_start": False})
-    nvim.api.command("sleep 300m")  # VimEnter and the scheduled start have run by now
+    wait_for(lambda: nvim.lua("return vim.v.vim_did_enter") == 1, 10, "VimEnter")
+    # A start would have been scheduled from VimEnter: once a callback scheduled
+    # now has run, it would have run too (the queue is in order).
+    nvim.lua("_G.after_vimenter = false; vim.schedule(function() _G.after_vimenter = true end)")
+    wait_for(lambda: nvim.lua("return _G.after_vimenter"), 10, "the scheduled callbacks")
+    assert nvim.lua("return require('gemini_companion.host').channel") is None, "a host started"
     assert nvim.state()["running"] is False
     assert nvim.sandbox.discovery_files() == []
     state = nvim.start()
@@ -406,7 +411,9 @@ def test_two_neovims_in_one_directory_keep_their_own_terminals(
 
 @pytest.mark.usefixtures("interop")
 def test_real_ide_client_connects_with_the_environment_of_a_job(nvim: Nvim) -> None:
-    env = nvim.job_env()
+    job = nvim.lua("return vim.fn.jobstart({'sleep', '60'})")
+    env = nvim.started_job_env(job)  # what a job Neovim starts really gets
+    nvim.lua("vim.fn.jobstop(...)", job)
     client = IdeClientProcess(env, nvim.sandbox.root)
     try:
         status = client.connect()
@@ -414,7 +421,6 @@ def test_real_ide_client_connects_with_the_environment_of_a_job(nvim: Nvim) -> N
         assert status["displayName"] == "Neovim"
     finally:
         client.close()
-    assert INTEROP.is_dir()
 
 
 # A stop, then at once a synchronous call into the Python host (what the start-up
