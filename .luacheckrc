@@ -7,4 +7,4 @@ globals = { "vim" }
 max_line_length = false
 -- `self` is often unused in methods kept for a uniform interface.
 self = false
-exclude_files = { "tests/interop/node_modules/", "tools/node_modules/", ".venv/", ".demo/" }
+exclude_files = { "tests/interop/node_modules/", "tools/node_modules/", ".venv/", ".demo/", ".cache/" }
