@@ -64,7 +64,7 @@ def offline(demo: Path, gemini: str) -> dict[str, object]:
     responses.write_text("".join(json.dumps(r) + "\n" for r in canned_responses(target)))
     return {
         "cmd": gemini,
-        "args": ["--fake-responses-non-strict", str(responses), "--prompt-interactive", PROMPT],
+        "args": ["--fake-responses-non-strict", str(responses)],
         "env": {"HOME": str(home), "GEMINI_API_KEY": "offline-demo"},
     }
 
@@ -82,17 +82,31 @@ def main() -> None:
     demo, mode, gemini = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
     terminal = offline(demo, gemini) if mode == "offline" else {"cmd": gemini}
     opts = {"terminal": terminal}
-    init = "\n".join(
-        [
-            f"vim.opt.rtp:prepend({json.dumps(str(ROOT))})",
-            f"vim.g.python3_host_prog = {json.dumps(str(ROOT / '.venv' / 'bin' / 'python'))}",
-            f"require('gemini_companion').setup(vim.json.decode({json.dumps(json.dumps(opts))}))",
-            "vim.o.statusline = \"%f %m %= %{%v:lua.require'gemini_companion'.statusline()%} \"",
-            "vim.api.nvim_create_autocmd('VimEnter', { once = true, callback = function()",
-            f"  vim.defer_fn(function() vim.notify({json.dumps(WELCOME[mode])}) end, 200)",
-            "end })",
+    lines = [
+        f"vim.opt.rtp:prepend({json.dumps(str(ROOT))})",
+        f"vim.g.python3_host_prog = {json.dumps(str(ROOT / '.venv' / 'bin' / 'python'))}",
+        f"require('gemini_companion').setup(vim.json.decode({json.dumps(json.dumps(opts))}))",
+        "vim.o.statusline = \"%f %m %= %{%v:lua.require'gemini_companion'.statusline()%} \"",
+        "vim.api.nvim_create_autocmd('VimEnter', { once = true, callback = function()",
+        f"  vim.defer_fn(function() vim.notify({json.dumps(WELCOME[mode])}) end, 200)",
+        "end })",
+    ]
+    if mode == "offline":
+        # The demo's prompt, typed once the CLI has connected to this Neovim: given at
+        # its start, the canned edit could come before the connection, and be
+        # confirmed in the terminal instead of a diff here.
+        lines += [
+            "vim.api.nvim_create_autocmd('User', {",
+            "  pattern = 'GeminiCompanionStatus',",
+            "  callback = function()",
+            "    if #require('gemini_companion').status().sessions > 0 then",
+            f"      require('gemini_companion').send({json.dumps(PROMPT)}, {{ submit = true }})",
+            "      return true",
+            "    end",
+            "  end,",
+            "})",
         ]
-    )
+    init = "\n".join(lines)
     (demo / "init.lua").write_text(init + "\n")
 
 

@@ -259,13 +259,35 @@ local function type_text(job, text, submit)
     return
   end
   vim.fn.chansend(job, "\27[200~" .. text .. "\27[201~")
-  if submit then
-    vim.defer_fn(function()
-      if vim.fn.jobwait({ job }, 0)[1] == -1 then
-        vim.fn.chansend(job, "\r")
-      end
-    end, 50)
+  if not submit then
+    return
   end
+  -- The CLI takes an Enter that comes within 40 ms of a paste (by its own timer,
+  -- which runs late while the CLI is busy starting) as a newline in the prompt.
+  -- So: once the pasted text shows in the terminal, 300 ms later.
+  local buf = current and current.buf
+  local tail = vim.trim(text):sub(-12):gsub("%s", "")
+  local timer = assert(vim.uv.new_timer())
+  local waited = 0
+  timer:start(
+    50,
+    50,
+    vim.schedule_wrap(function()
+      waited = waited + 50
+      local lines = buf and vim.api.nvim_buf_is_valid(buf) and vim.api.nvim_buf_get_lines(buf, 0, -1, false) or {}
+      local shown = table.concat(lines, ""):gsub("%s", ""):find(tail, 1, true)
+      if not shown and waited < 5000 then
+        return
+      end
+      timer:stop()
+      timer:close()
+      vim.defer_fn(function()
+        if vim.fn.jobwait({ job }, 0)[1] == -1 then
+          vim.fn.chansend(job, "\r")
+        end
+      end, 300)
+    end)
+  )
 end
 
 --- A CLI that just started reads its input only once its prompt is up, which is
@@ -274,13 +296,14 @@ end
 ---@param job integer
 ---@param text string
 ---@param sessions_before integer
-local function type_when_connected(job, text, sessions_before)
+---@param submit boolean
+local function type_when_connected(job, text, sessions_before, submit)
   local state = require("gemini_companion.state")
   local typed = false
   local function type_once()
     if not typed then
       typed = true
-      type_text(job, text, false)
+      type_text(job, text, submit)
     end
   end
   local autocmd = vim.api.nvim_create_autocmd("User", {
@@ -301,8 +324,11 @@ local function type_when_connected(job, text, sessions_before)
 end
 
 --- Type text into the running CLI (as if pasted), optionally pressing Enter.
---- Starts the CLI with the text as its first prompt when none is running (never
---- waiting for it: failures are reported by vim.notify).
+--- Starts the CLI when none is running and types once it has connected to us
+--- (never waiting for it: failures are reported by vim.notify). Not as a prompt
+--- at its start (--prompt-interactive): the CLI connects to its IDE in the
+--- background while it starts, so that prompt could reach the model, and an edit
+--- be confirmed in the terminal instead of a diff, before it has connected.
 ---@param text string
 ---@param opts? { submit?: boolean }
 ---@return boolean sent always true: handed to the CLI, now or once it runs
@@ -314,13 +340,9 @@ function M.send(text, opts)
     type_text(current.job, text, submit)
     return true
   end
-  if submit then
-    start({ "--prompt-interactive", text })
-    return true
-  end
   local sessions_before = #(require("gemini_companion.state").current.sessions or {})
   start(nil, function(job)
-    type_when_connected(job, text, sessions_before)
+    type_when_connected(job, text, sessions_before, submit)
   end)
   return true
 end
