@@ -5,6 +5,13 @@ if vim.g.loaded_gemini_companion then
 end
 vim.g.loaded_gemini_companion = true
 
+-- Neovim 0.10 brought vim.system() and vim.uv, which the plugin is built on.
+-- Older: say so once, define nothing.
+if vim.fn.has("nvim-0.10") == 0 then
+  require("gemini_companion.compat").too_old()
+  return
+end
+
 local command = vim.api.nvim_create_user_command
 
 command("GeminiCompanionStart", function()
@@ -68,12 +75,9 @@ end, {
 })
 
 command("GeminiCompanionBuild", function()
-  local ok, err = pcall(require("gemini_companion.build").run)
-  if ok then
-    vim.notify("gemini-companion: build done; restart Neovim to use it", vim.log.levels.INFO)
-  else
-    vim.notify(tostring(err), vim.log.levels.ERROR)
-  end
+  -- In the background: the outcome is one message, and the companion starts in
+  -- this session once the build is done.
+  require("gemini_companion.build").start()
 end, { desc = "Build gemini-companion: its Python venv and the remote plugin's registration" })
 
 local group = vim.api.nvim_create_augroup("gemini_companion_startup", { clear = true })
@@ -82,6 +86,19 @@ local function auto_start()
   if require("gemini_companion.config").get().auto_start then
     -- Past the first screen: nothing of ours runs before Neovim has drawn.
     vim.schedule(function()
+      -- Installed without its build step (a manager without build hooks, a `dir=`
+      -- spec lazy.nvim does not build): the first start runs it, in the background.
+      local registered = vim.fn.exists("#FuncUndefined#GeminiCompanionHostInfo") == 1
+        or vim.fn.exists("*GeminiCompanionHostInfo") == 1
+      if not registered and not require("gemini_companion.python").build_info() then
+        vim.notify(
+          "gemini-companion: first start: running the build step in the background (Python packages, "
+            .. "registration); the companion starts when it is done",
+          vim.log.levels.INFO
+        )
+        require("gemini_companion.build").start()
+        return
+      end
       require("gemini_companion").start({ quiet = true })
     end)
   end

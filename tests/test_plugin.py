@@ -6,9 +6,11 @@ downloaded here, so ``lazy_build`` does what lazy.nvim does for this plugin (rea
 lazy.nvim's ``lua/lazy/manage/task/plugin.lua``): the checkout lands in
 ``stdpath("data")/lazy/gemini-companion.nvim``, its root goes on 'runtimepath', the
 ``build.lua`` at its root runs through ``loadfile(...)()`` in Neovim, inside a
-coroutine whose yielded strings are progress messages, then
-``:helptags`` on its ``doc/``; at start-up lazy puts it on 'runtimepath' and calls
-``require("gemini_companion").setup(opts)``.
+coroutine that lazy.nvim's scheduler resumes from the event loop and whose yielded
+strings are progress messages, then ``:helptags`` on its ``doc/``; at start-up lazy
+puts it on 'runtimepath' and calls ``require("gemini_companion").setup(opts)``.
+(lazy.nvim 11's own scheduler, ``lazy.async``, can also suspend a task until it is
+woken; that module is not emulated, so build.lua's yielding path is the one tested.)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,19 +84,25 @@ def lazy_build(root: Path, env: dict[str, str], pre: str = "") -> subprocess.Com
                 f"local dir = {json.dumps(str(plugin))}",
                 "vim.opt.rtp:prepend(dir)",
                 "vim.cmd([[silent! runtime plugin/rplugin.vim]])  -- lazy.nvim does this first",
-                # lazy.nvim runs the build in a coroutine; yielded strings are progress
+                # lazy.nvim runs the build in a coroutine that its scheduler resumes
+                # from the event loop; yielded strings are progress
                 "local build = assert(loadfile(dir .. '/build.lua'))",
                 "local co = coroutine.create(build)",
-                "while coroutine.status(co) ~= 'dead' do",
+                "local timer = vim.uv.new_timer()",
+                "timer:start(0, 5, vim.schedule_wrap(function()",
+                "  if coroutine.status(co) == 'dead' then return end",
                 "  local ok, msg = coroutine.resume(co)",
                 "  if not ok then",
                 "    io.stderr:write('BUILD ERROR: ' .. tostring(msg) .. '\\n')",
-                "    break",
+                "  elseif msg then",
+                "    io.stderr:write('PROGRESS: ' .. tostring(msg) .. '\\n')",
                 "  end",
-                "  if msg then io.stderr:write('PROGRESS: ' .. tostring(msg) .. '\\n') end",
-                "end",
-                "pcall(vim.cmd.helptags, dir .. '/doc')",
-                "vim.cmd('qa!')",
+                "  if coroutine.status(co) == 'dead' then",
+                "    timer:stop()",
+                "    pcall(vim.cmd.helptags, dir .. '/doc')",
+                "    vim.cmd('qa!')",
+                "  end",
+                "end))",
             ]
         )
     )
@@ -247,23 +256,39 @@ def test_help_resolves_after_install(installed: tuple[Path, dict[str, str]]) -> 
             nvim.command("helpclose")
 
 
+def bare_host(root: Path) -> Path:
+    """A Python with pynvim and none of the server's packages (a user's own host)."""
+    venv = root / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    ours = Path(sys.executable).parent.parent / "lib" / version / "site-packages"
+    theirs = venv / "lib" / version / "site-packages"
+    for entry in ours.iterdir():
+        name = entry.name.lower()
+        if name.startswith(("pynvim", "neovim", "msgpack", "greenlet", "typing_extensions")):
+            (theirs / entry.name).symlink_to(entry)
+    return venv / "bin" / "python"
+
+
 def test_build_with_a_users_host_prog_keeps_it_and_adds_the_venv_behind_it(
     tmp_path: Path,
 ) -> None:
     env = _user_env(tmp_path)
     _install(tmp_path)
-    pre = f"vim.g.python3_host_prog = {json.dumps(sys.executable)}"
+    bare = str(bare_host(tmp_path))
+    pre = f"vim.g.python3_host_prog = {json.dumps(bare)}"
     result = lazy_build(tmp_path, env, pre)
     assert "BUILD ERROR" not in result.stderr, result.stderr
     info = json.loads((tmp_path / "data" / "nvim" / "gemini-companion" / "build.json").read_text())
     assert info["mode"] == "shared", info
     assert "g:python3_host_prog" in info["reason"]
+    assert info["venv"], "the host lacks the server's packages: they go into a venv"
 
     with user_nvim(tmp_path, env, user_init(tmp_path, {}, pre)) as nvim:
         wait_running(nvim)
-        assert nvim.vars["python3_host_prog"] == sys.executable
+        assert nvim.vars["python3_host_prog"] == bare
         host = nvim.exec_lua("return require('gemini_companion.host').info")
-        assert host["python"] == sys.executable
+        assert host["python"] == bare
         assert host["venv"] == "appended"
         report = checkhealth(nvim)
         assert "Python host: kept yours" in report, report
@@ -289,6 +314,107 @@ def test_build_with_an_old_python_fails_with_one_message_naming_the_fix(tmp_path
         report = checkhealth(nvim)
     assert "ERROR the last build failed" in report, report
     assert "install Python 3.10 or newer" in report
+
+
+def _slow_installer_venv(root: Path) -> Path:
+    """The plugin's venv, made ahead with a stand-in for pip: its ``python`` is this
+    test-suite's own (which has every pinned package), except that ``-m pip install``
+    prints a line every 0.3 s for 3 s, while a marker file exists, and installs
+    nothing."""
+    venv = root / "data" / "nvim" / "gemini-companion" / "venv"
+    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    (venv / "lib" / version / "site-packages").mkdir(parents=True)
+    (venv / "bin").mkdir()
+    marker = root / "installing"
+    python = venv / "bin" / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1 $2 $3" = "-m pip install" ]; then\n'
+        f"  touch {marker}\n"
+        '  for i in 1 2 3 4 5 6 7 8 9 10; do echo "Collecting package $i"; sleep 0.3; done\n'
+        f"  rm {marker}\n"
+        "  exit 0\n"
+        "fi\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    return marker
+
+
+def test_first_start_builds_in_the_background_keys_stay_live_and_the_companion_starts(
+    tmp_path: Path,
+) -> None:
+    """Installed without a build: the first start runs the build in the background
+    (here with a slow stand-in for pip), typed keys are handled within 100 ms while
+    it runs, and the companion starts in the same session."""
+    env = _user_env(tmp_path)
+    _install(tmp_path)
+    marker = _slow_installer_venv(tmp_path)
+    # The user's host: this suite's base Python (the same version, without pynvim),
+    # so the build makes the plugin's venv (above) the host.
+    base = getattr(sys, "_base_executable", sys.executable)
+    pre = "\n".join(
+        [
+            f"vim.g.python3_host_prog = {json.dumps(base)}",
+            "_G.notes = {}",
+            "vim.notify = function(m) table.insert(_G.notes, m) end",
+            "_G.handled = {}",
+            "vim.keymap.set('n', '<F2>', function() table.insert(_G.handled, vim.uv.hrtime()) end)",
+        ]
+    )
+    with user_nvim(tmp_path, env, user_init(tmp_path, {}, pre)) as nvim:
+        wait_for(marker.exists, 60, "the build to reach the (slow) pip step")
+        sent: list[int] = []
+        while marker.exists():
+            sent.append(time.monotonic_ns())
+            nvim.input("<F2>")
+            time.sleep(0.1)
+        assert len(sent) >= 5, "keys were typed while pip ran"
+        handled = wait_for(
+            lambda: (h := nvim.exec_lua("return _G.handled")) and len(h) >= len(sent) and h,
+            10,
+            "every key to be handled",
+        )
+        latencies = [(h - t) / 1e6 for t, h in zip(sent, handled, strict=False)]
+        assert max(latencies) < 100, f"key latencies during the build (ms): {latencies}"
+
+        state = wait_running(nvim, 60)
+        assert state["port"] > 0
+        notes = nvim.exec_lua("return _G.notes")
+        assert "first start: running the build step" in notes[0], notes
+        assert any("the companion is ready in this session" in n for n in notes), notes
+        assert not any("restart" in n for n in notes), notes
+        assert len(notes) == 2, notes
+        info = json.loads(
+            (tmp_path / "data" / "nvim" / "gemini-companion" / "build.json").read_text()
+        )
+        assert info["mode"] == "own", info
+
+
+def test_build_command_registers_in_the_same_session_without_a_restart(tmp_path: Path) -> None:
+    """:GeminiCompanionBuild with auto_start off: no start before it, and the
+    companion usable (its functions registered) right after it, in the same session."""
+    env = _user_env(tmp_path)
+    _install(tmp_path)
+    _slow_installer_venv(tmp_path)
+    base = getattr(sys, "_base_executable", sys.executable)
+    pre = f"vim.g.python3_host_prog = {json.dumps(base)}\n_G.notes = {{}}\n" + (
+        "vim.notify = function(m) table.insert(_G.notes, m) end"
+    )
+    with user_nvim(tmp_path, env, user_init(tmp_path, {"auto_start": False}, pre)) as nvim:
+        nvim.command("GeminiCompanionStart")
+        notes = nvim.exec_lua("return _G.notes")
+        assert "not registered" in notes[0], notes
+        nvim.command("GeminiCompanionBuild")
+        notes = wait_for(
+            lambda: (n := nvim.exec_lua("return _G.notes")) and len(n) >= 2 and n,
+            120,
+            "the build's message",
+        )
+        assert "the companion is ready in this session" in notes[1], notes
+        nvim.command("GeminiCompanionStart")
+        wait_running(nvim, 30)
+        assert "OK remote plugin registered" in checkhealth(nvim)
 
 
 # -- :checkhealth when something is wrong ----------------------------------------------
@@ -509,16 +635,28 @@ def test_statusline_is_empty_when_stopped_and_counts_sessions(nvim_factory: Any)
 
 @pytest.mark.usefixtures("interop")
 def test_run_command_offline_demo_round_trip(tmp_path: Path) -> None:
-    """scripts/run without credentials: :Gemini, the canned edit opens as a diff,
-    :GeminiAccept, and the CLI writes the file."""
+    """scripts/run without credentials: a healthy demo with its help, :Gemini, the
+    canned edit opens as a diff, :GeminiAccept, and the CLI writes the file; the
+    checkout's own .demo/ is left alone."""
     sock = tmp_path / "nvim.sock"
+    demo = tmp_path / "demo"
     (tmp_path / "tmp").mkdir()
+    checkout_demo = ROOT / ".demo"
+    before = (
+        sorted(p.stat().st_mtime_ns for p in checkout_demo.rglob("*"))
+        if (checkout_demo.exists())
+        else None
+    )
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("GEMINI", "GOOGLE_", "NVIM", "XDG_", "VIM"))
     }
-    env.update(GEMINI_COMPANION_DEMO="offline", TMPDIR=str(tmp_path / "tmp"))
+    env.update(
+        GEMINI_COMPANION_DEMO="offline",
+        GEMINI_COMPANION_DEMO_DIR=str(demo),
+        TMPDIR=str(tmp_path / "tmp"),
+    )
     log = (tmp_path / "run.log").open("w")
     proc = subprocess.Popen(
         [str(ROOT / "scripts" / "run"), "--headless", "--listen", str(sock)],
@@ -528,10 +666,15 @@ def test_run_command_offline_demo_round_trip(tmp_path: Path) -> None:
     )
     nvim: pynvim.Nvim | None = None
     try:
-        wait_for(lambda: sock.exists() or proc.poll() is not None, 300, "scripts/run's Neovim")
+        wait_for(lambda: sock.exists() or proc.poll() is not None, 150, "scripts/run's Neovim")
         assert proc.poll() is None, (tmp_path / "run.log").read_text()
         nvim = pynvim.attach("socket", path=str(sock))
         wait_running(nvim)
+        report = checkhealth(nvim)
+        assert "WARNING" not in report and "ERROR" not in report, report
+        nvim.command("help gemini-companion")
+        assert nvim.current.buffer.name == str(ROOT / "doc" / "gemini-companion.txt")
+        nvim.command("helpclose | only")
         nvim.command("Gemini")
         wait_for(
             lambda: nvim.exec_lua("return #require('gemini_companion.state').current.sessions"),
@@ -546,7 +689,7 @@ def test_run_command_offline_demo_round_trip(tmp_path: Path) -> None:
         status = nvim.exec_lua("return require('gemini_companion').statusline({highlight=false})")
         assert status == "Gemini ● diff"
         nvim.command("GeminiAccept")
-        target = ROOT / ".demo" / "project" / "hello.py"
+        target = demo / "project" / "hello.py"
         wait_for(lambda: "->" in target.read_text(), 30, "the CLI to write the accepted edit")
         assert '"""Return a friendly greeting' in target.read_text()
     finally:
@@ -559,6 +702,80 @@ def test_run_command_offline_demo_round_trip(tmp_path: Path) -> None:
             proc.kill()
             proc.wait(5)
         log.close()
+    after = (
+        sorted(p.stat().st_mtime_ns for p in checkout_demo.rglob("*"))
+        if (checkout_demo.exists())
+        else None
+    )
+    assert after == before, "the test left the checkout's .demo/ alone"
+
+
+def _old_nvim() -> Path | None:
+    """Debian's Neovim 0.7.2, unpacked by scripts/setup into .cache/debian."""
+    root = ROOT / ".cache" / "debian"
+    nvim = root / "usr" / "bin" / "nvim"
+    return (
+        nvim if nvim.exists() and (root / "usr" / "share" / "nvim" / "runtime").exists() else None
+    )
+
+
+@pytest.mark.skipif(_old_nvim() is None, reason="Neovim 0.7.2 not unpacked (scripts/setup)")
+def test_old_neovim_is_told_the_minimum_once_and_checkhealth_reports_it(tmp_path: Path) -> None:
+    """On Neovim 0.7.2: one message naming the minimum, nothing defined that
+    errors, and :checkhealth saying the same instead of crashing."""
+    old = _old_nvim()
+    assert old is not None
+    debian = old.parent.parent.parent
+    env = _user_env(tmp_path)
+    env["LD_LIBRARY_PATH"] = ":".join(str(p) for p in (debian / "usr" / "lib").glob("*-linux-gnu"))
+    env["VIMRUNTIME"] = str(debian / "usr" / "share" / "nvim" / "runtime")
+    init = tmp_path / "init.lua"
+    init.write_text(
+        "\n".join(
+            [
+                f"vim.opt.rtp:prepend({json.dumps(str(ROOT))})",
+                "require('gemini_companion').setup({})",
+            ]
+        )
+    )
+    out = tmp_path / "out.txt"
+    script = (
+        "lua vim.defer_fn(function()"
+        " local lines = {}"
+        " lines[#lines + 1] = 'MESSAGES:' .. vim.fn.execute('messages')"
+        " lines[#lines + 1] = 'COMMANDS:' .. vim.fn.exists(':Gemini')"
+        " .. vim.fn.exists(':GeminiCompanionBuild')"
+        " vim.cmd('checkhealth gemini_companion')"
+        " local report = vim.api.nvim_buf_get_lines(0, 0, -1, false)"
+        " lines[#lines + 1] = 'HEALTH:' .. table.concat(report, '\\n')"
+        f" local f = io.open({json.dumps(str(out))}, 'w')"
+        " f:write(table.concat(lines, '\\n')) f:close()"
+        " vim.cmd('qa!') end, 300)"
+    )
+    result = subprocess.run(
+        [str(old), "--headless", "-u", str(init), "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    text = out.read_text()
+    assert (
+        "NVIM v0.7.2"
+        in subprocess.run(
+            [str(old), "--version"], env=env, capture_output=True, text=True, check=True
+        ).stdout
+    )
+    messages = text.split("MESSAGES:", 1)[1].split("COMMANDS:", 1)[0]
+    assert messages.count("Neovim 0.10 or newer is required (this is 0.7.2)") == 1, (
+        text + result.stderr
+    )
+    assert "E5108" not in text + result.stderr and "Error" not in messages, text + result.stderr
+    assert "COMMANDS:00" in text, "no command is defined"
+    health = text.split("HEALTH:", 1)[1]
+    assert "Neovim 0.7.2 is too old: Neovim 0.10 or newer is required" in health, health
+    assert "python3" not in health and "Traceback" not in health, health
 
 
 # -- the help file stays complete -------------------------------------------------------
@@ -605,16 +822,7 @@ def test_help_has_a_tag_for_every_command_option_function_event_and_highlight(
 def test_checkhealth_names_packages_the_host_lacks(nvim_factory: Any, tmp_path: Path) -> None:
     """A host Python with pynvim but none of the server's packages (a user's own
     g:python3_host_prog, no build): each missing package is an error with the fix."""
-    venv = tmp_path / "bare"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    ours = Path(sys.executable).parent.parent / "lib" / version / "site-packages"
-    theirs = venv / "lib" / version / "site-packages"
-    for entry in ours.iterdir():
-        name = entry.name.lower()
-        if name.startswith(("pynvim", "neovim", "msgpack", "greenlet", "typing_extensions")):
-            (theirs / entry.name).symlink_to(entry)
-    bare = venv / "bin" / "python"
+    bare = bare_host(tmp_path)
     nvim = nvim_factory(
         setup={"auto_start": False},
         extra_init=f"vim.g.python3_host_prog = {json.dumps(str(bare))}\n"

@@ -1,32 +1,47 @@
 --- The build step: the plugin's own Python virtual environment with the
---- dependencies pinned in pyproject.toml, the choice of the Python host, and the
---- remote plugin's registration (:UpdateRemotePlugins). Run by lazy.nvim through
+--- dependencies pinned in pyproject.toml, the choice of the Python host, the
+--- remote plugin's registration and the help tags. Run by lazy.nvim through
 --- build.lua at the plugin's root, by packer/vim-plug through
---- :GeminiCompanionBuild. Blocking: it runs once per install or update.
+--- :GeminiCompanionBuild.
+---
+--- It never blocks Neovim: every program it runs (Python probes, venv, pip,
+--- compileall, the :UpdateRemotePlugins that writes the manifest) runs with
+--- vim.system() and a callback, the steps chained in a coroutine of their own.
+--- Once done, the remote plugin is registered in the running session too and the
+--- companion starts, so no restart is needed (unless another remote plugin has
+--- already started the python3 host: Neovim cannot add plugins to a running host).
 ---
 --- The host: Neovim has one python3 host for all remote plugins. When the
 --- Python Neovim would use for it already has pynvim (the user's
 --- g:python3_host_prog, or what the provider finds on PATH), other remote plugins
 --- may rely on it, so it is kept ("shared") and the venv is built from that same
---- interpreter, to be appended behind its packages. Otherwise no Python remote
---- plugin can be working, and the venv's own Python becomes the host ("own").
+--- interpreter, to be appended behind its packages (no venv when that Python
+--- already has every pinned package). Otherwise no Python remote plugin can be
+--- working, and the venv's own Python becomes the host ("own").
 local python = require("gemini_companion.python")
 
 local M = {}
 
 local min_version = { 3, 10 }
+-- The names Neovim's python3 provider tries, in its order.
 local candidates = { "python3", "python3.13", "python3.12", "python3.11", "python3.10", "python" }
 
----@param msg string
-local function progress(msg)
-  -- In lazy.nvim's build coroutine a yielded string is shown as progress. The
-  -- yield crosses run()'s pcall, which LuaJIT allows and PUC Lua 5.1 does not.
-  if coroutine.isyieldable() and jit then
-    coroutine.yield(msg)
-  else
-    vim.api.nvim_echo({ { "gemini-companion: " .. msg } }, false, {})
-  end
-end
+---@class gemini_companion.BuildOptions
+---@field progress? fun(msg: string) each step's message (default: echoed)
+---@field on_done? fun(ok: boolean, message: string) the outcome (default: notified)
+---@field start? boolean start the companion once registered (default: true)
+
+---@class gemini_companion.BuildState
+---@field co thread the steps
+---@field done boolean
+---@field ok? boolean
+---@field message? string
+---@field callbacks fun(ok: boolean, message: string)[]
+---@field progress fun(msg: string)
+---@field proc? vim.SystemObj the program running now
+
+---@type gemini_companion.BuildState?
+local current
 
 ---@return string root of the plugin (the folder holding lua/, plugin/, rplugin/)
 function M.root()
@@ -50,74 +65,149 @@ function M.dependencies(root)
   return deps
 end
 
+local function fail(message)
+  error(message, 0)
+end
+
+--- Run a program from inside the build's coroutine: yields until it exits.
 ---@param cmd string[]
----@param timeout? integer ms
+---@param opts? { timeout?: integer, env?: table<string, string> }
 ---@return vim.SystemCompleted
-local function run(cmd, timeout)
-  local ok, proc = pcall(vim.system, cmd, { text = true })
+local function exec(cmd, opts)
+  local state = assert(current)
+  local co = coroutine.running()
+  assert(co == state.co, "exec() runs in the build's coroutine")
+  local ok, proc = pcall(
+    vim.system,
+    cmd,
+    { text = true, env = opts and opts.env, timeout = opts and opts.timeout },
+    function(out)
+      vim.schedule(function()
+        state.proc = nil
+        local resumed, err = coroutine.resume(co, out)
+        if not resumed then
+          M._finish(false, tostring(err))
+        end
+      end)
+    end
+  )
   if not ok then
     return { code = 127, signal = 0, stdout = "", stderr = tostring(proc) }
   end
-  return proc:wait(timeout or 600000)
+  state.proc = proc
+  return coroutine.yield()
 end
 
---- Version and pynvim availability of an interpreter.
+---@param msg string
+local function progress(msg)
+  assert(current).progress(msg)
+end
+
+---@class gemini_companion.Probe
+---@field path string
+---@field version string
+---@field major integer
+---@field minor integer
+---@field pynvim boolean
+---@field packages table<string, string> installed version by lower-case distribution name
+
+local probe_script = [[
+import sys, importlib.util as u
+print('%d.%d.%d' % sys.version_info[:3])
+print(u.find_spec('pynvim') is not None)
+try:
+    from importlib.metadata import version
+except ImportError:
+    sys.exit(0)
+for name in sys.argv[1:]:
+    try:
+        print(name + '==' + version(name))
+    except Exception:
+        pass
+]]
+
+--- Version, pynvim and the pinned packages of an interpreter.
 ---@param prog string
----@return { path: string, version: string, major: integer, minor: integer, pynvim: boolean }?
-local function probe(prog)
+---@param deps? string[]
+---@return gemini_companion.Probe?
+local function probe(prog, deps)
   local path = vim.fn.exepath(vim.fn.expand(prog))
   if path == "" then
     return nil
   end
-  local out = run({
-    path,
-    "-c",
-    "import sys, importlib.util as u; print('%d.%d.%d' % sys.version_info[:3]);"
-      .. " print(u.find_spec('pynvim') is not None)",
-  }, 20000)
+  local cmd = { path, "-c", probe_script }
+  for _, dep in ipairs(deps or {}) do
+    cmd[#cmd + 1] = dep:match("^([%w%-_%.]+)")
+  end
+  local out = exec(cmd, { timeout = 20000 })
   if out.code ~= 0 then
     return nil
   end
-  local version, has = (out.stdout or ""):match("^(%d+%.%d+%.%d+)\n(%a+)")
+  local lines = vim.split(out.stdout or "", "\n", { trimempty = true })
+  local version = (lines[1] or ""):match("^(%d+%.%d+%.%d+)$")
   if not version then
     return nil
   end
+  local packages = {}
+  for i = 3, #lines do
+    local name, v = lines[i]:match("^(.-)==(.+)$")
+    if name then
+      packages[name:lower()] = v
+    end
+  end
   local major, minor = version:match("^(%d+)%.(%d+)")
-  return { path = path, version = version, major = tonumber(major), minor = tonumber(minor), pynvim = has == "True" }
+  return {
+    path = path,
+    version = version,
+    major = tonumber(major) --[[@as integer]],
+    minor = tonumber(minor) --[[@as integer]],
+    pynvim = lines[2] == "True",
+    packages = packages,
+  }
 end
 
 local function new_enough(p)
   return p.major > min_version[1] or (p.major == min_version[1] and p.minor >= min_version[2])
 end
 
-local function fail(message)
-  error(message, 0)
+--- Whether every pinned dependency is installed at its pinned version.
+---@param p gemini_companion.Probe
+---@param deps string[]
+local function has_all(p, deps)
+  for _, dep in ipairs(deps) do
+    local name, version = dep:match("^([%w%-_%.]+)%s*==%s*(.+)$")
+    if not name or p.packages[name:lower()] ~= version then
+      return false
+    end
+  end
+  return true
 end
 
 local fix_python = "install Python 3.10 or newer (Debian/Ubuntu: apt install python3 python3-venv), "
   .. "put it on PATH or set vim.g.python3_host_prog to it, then rebuild (:GeminiCompanionBuild, or :Lazy build)"
 
---- The host decision (see the top of this file).
----@return { mode: "own"|"shared", reason: string, base: table }
-function M.choose()
+--- The host decision (see the top of this file). Runs in the build's coroutine.
+---@param deps string[]
+---@return { mode: "own"|"shared", reason: string, base: gemini_companion.Probe }
+local function choose(deps)
   local user = python.user_host_prog()
   local detected, detected_by
   if user then
-    detected = probe(user)
+    detected = probe(user, deps)
     detected_by = "g:python3_host_prog"
     if not detected then
       fail(string.format("g:python3_host_prog (%s) cannot be run: fix or unset it, then rebuild", user))
     end
   else
-    local ok, provider = pcall(require, "vim.provider.python")
-    if ok and provider.detect_by_module then
-      -- What the provider finds without us: a rebuild must not see our own venv.
-      local ours = vim.g.python3_host_prog
-      vim.g.python3_host_prog = nil
-      local found, prog = pcall(provider.detect_by_module, "neovim")
-      vim.g.python3_host_prog = ours
-      detected = found and prog and probe(prog) or nil
-      detected_by = "Neovim's python3 provider"
+    -- What Neovim's python3 provider would find without us (the first candidate
+    -- that has pynvim); a rebuild must not see our own venv.
+    detected_by = "Neovim's python3 provider"
+    for _, name in ipairs(candidates) do
+      local p = probe(name, deps)
+      if p and p.pynvim then
+        detected = p
+        break
+      end
     end
   end
   if detected and detected.pynvim then
@@ -173,12 +263,20 @@ function M.choose()
     or "no Python with pynvim was found"
   return {
     mode = "own",
-    base = base,
+    base = base --[[@as gemini_companion.Probe]],
     reason = why .. ", so no other Python remote plugin can be working: the plugin's venv is the python3 host",
   }
 end
 
----@param base table probe() of the interpreter to build from
+--- The last lines of a program's output, for a failure message.
+---@param out vim.SystemCompleted
+---@return string
+local function tail(out)
+  local lines = vim.split(vim.trim((out.stderr or "") .. "\n" .. (out.stdout or "")), "\n")
+  return table.concat(vim.list_slice(lines, math.max(1, #lines - 8)), "\n")
+end
+
+---@param base gemini_companion.Probe the interpreter to build from
 ---@param deps string[]
 ---@return string venv
 local function make_venv(base, deps)
@@ -193,7 +291,7 @@ local function make_venv(base, deps)
   if not existing then
     progress("creating the venv " .. venv)
     vim.fn.mkdir(python.data_dir(), "p")
-    local out = run({ base.path, "-m", "venv", venv })
+    local out = exec({ base.path, "-m", "venv", venv })
     if out.code ~= 0 then
       vim.fn.delete(venv, "rf")
       fail(
@@ -208,18 +306,17 @@ local function make_venv(base, deps)
   end
   local stamp = venv .. "/.gemini-companion-" .. vim.fn.sha256(table.concat(deps, "\n")):sub(1, 16)
   if vim.fn.filereadable(stamp) == 0 then
-    progress("installing " .. table.concat(deps, " "))
+    progress("installing " .. table.concat(deps, " ") .. " (pip; this takes a while the first time)")
     local cmd = { venv_python, "-m", "pip", "install", "--disable-pip-version-check", "--quiet" }
     vim.list_extend(cmd, deps)
-    local out = run(cmd)
+    local out = exec(cmd)
     if out.code ~= 0 then
-      local lines = vim.split(vim.trim((out.stderr or "") .. "\n" .. (out.stdout or "")), "\n")
       fail(
         string.format(
           "pip could not install the dependencies into %s:\n%s\nFix: check the network (or a proxy "
             .. "in PIP_INDEX_URL), then rebuild",
           venv,
-          table.concat(vim.list_slice(lines, math.max(1, #lines - 8)), "\n")
+          tail(out)
         )
       )
     end
@@ -249,37 +346,95 @@ function M.manifest_path()
   return vim.fn.stdpath("data") .. "/rplugin.vim"
 end
 
----@return boolean
-function M.registered()
+---@return string? text
+local function read_manifest()
   local f = io.open(M.manifest_path(), "r")
   if not f then
-    return false
+    return nil
   end
   local text = f:read("*a")
   f:close()
-  return text:find("GeminiCompanionHostInfo", 1, true) ~= nil
+  return text
 end
 
+---@return boolean
+function M.registered()
+  return (read_manifest() or ""):find("GeminiCompanionHostInfo", 1, true) ~= nil
+end
+
+--- Whether this session knows the remote plugin (its functions are defined on first use).
+---@return boolean
+function M.registered_in_session()
+  return vim.fn.exists("*GeminiCompanionHostInfo") == 1 or vim.fn.exists("#FuncUndefined#GeminiCompanionHostInfo") == 1
+end
+
+--- The manifest's registration of this plugin (a `call remote#host#RegisterPlugin`
+--- with its continuation lines), to run in this session.
+---@return string?
+local function own_registration()
+  local lines = vim.split(read_manifest() or "", "\n")
+  for i, line in ipairs(lines) do
+    if line:match("^call remote#host#RegisterPlugin%('python3', '.-/rplugin/python3/gemini_companion'") then
+      local block = { line }
+      for j = i + 1, #lines do
+        if not lines[j]:match("^%s*\\") then
+          break
+        end
+        block[#block + 1] = lines[j]
+      end
+      return table.concat(block, "\n")
+    end
+  end
+end
+
+--- :UpdateRemotePlugins in a child Neovim with this session's 'runtimepath' and
+--- python3 host (the registration starts a Python host: not on our main loop),
+--- then the same registration in this session.
+---@param root string
+---@return boolean restart_needed
 local function register(root)
-  if not vim.tbl_contains(vim.api.nvim_list_runtime_paths(), root) then
-    vim.opt.rtp:prepend(root)
-  end
   progress("registering the remote plugin (:UpdateRemotePlugins)")
-  if vim.fn.exists(":UpdateRemotePlugins") ~= 2 then
-    -- During start-up (lazy.nvim installs from init.lua) the command is not defined yet.
-    vim.cmd("silent! runtime plugin/rplugin.vim")
+  local cmd = {
+    vim.v.progpath,
+    "--headless",
+    "-u",
+    "NONE",
+    "-i",
+    "NONE",
+    "-n",
+    "--cmd",
+    "set rtp=" .. vim.fn.escape(vim.o.runtimepath, ' \\|"'),
+  }
+  if vim.g.python3_host_prog and vim.g.python3_host_prog ~= "" then
+    vim.list_extend(cmd, { "--cmd", "let g:python3_host_prog = " .. vim.fn.string(vim.g.python3_host_prog) })
   end
-  vim.cmd("silent UpdateRemotePlugins")
+  vim.list_extend(cmd, { "-c", "runtime plugin/rplugin.vim", "-c", "UpdateRemotePlugins", "-c", "qa!" })
+  local out = exec(cmd, { timeout = 120000 })
   if not M.registered() then
     fail(
       "the remote plugin did not register in "
         .. M.manifest_path()
-        .. ": the Python host could not load it; see :checkhealth gemini_companion"
+        .. ": the Python host could not load it:\n"
+        .. tail(out)
+        .. "\nSee :checkhealth gemini_companion"
     )
   end
   if vim.fn.isdirectory(root .. "/doc") == 1 then
     pcall(vim.cmd.helptags, vim.fn.fnameescape(root .. "/doc"))
   end
+  if M.registered_in_session() then
+    return false
+  end
+  -- Neovim refuses to add a plugin to a python3 host that another plugin started.
+  local known, running = pcall(vim.fn["remote#host#IsRunning"], "python3")
+  if known and running == 1 then
+    return true
+  end
+  local registration = own_registration()
+  if not registration or not pcall(vim.api.nvim_exec2, registration, {}) then
+    return true
+  end
+  return not M.registered_in_session()
 end
 
 --- Byte-compile the plugin's Python package for the host's interpreter, so the
@@ -289,62 +444,153 @@ end
 ---@param host_python string
 local function compile(root, host_python)
   progress("byte-compiling the Python package")
-  local cmd = { host_python, "-m", "compileall", "-q", root .. "/rplugin/python3/gemini_companion" }
-  local ok, proc = pcall(vim.system, cmd, { text = true, env = { PYTHONDONTWRITEBYTECODE = "" } })
-  if ok then
-    proc:wait(60000)
-  end
+  exec(
+    { host_python, "-m", "compileall", "-q", root .. "/rplugin/python3/gemini_companion" },
+    { timeout = 60000, env = { PYTHONDONTWRITEBYTECODE = "" } }
+  )
 end
 
---- Link the Gemini CLI extension that gives a CLI started in Neovim the plugin's
---- tools (extension.lua says why an extension). Skipped, with a message, when the
---- CLI is not installed or `tools.enabled` is off; a failure does not fail the
---- build (:checkhealth reports it).
-local function link_extension()
-  local config = require("gemini_companion.config").get()
-  if not config.tools.enabled then
-    return
-  end
-  local cmd = config.terminal.cmd
-  if vim.fn.executable(cmd) == 0 then
-    progress("Gemini CLI (" .. cmd .. ") not found: its extension for Neovim's tools is not linked")
-    return
-  end
-  progress("linking the Gemini CLI extension for Neovim's tools")
-  local extension = require("gemini_companion.extension")
-  local ok, message = extension.link(cmd, config.terminal.env)
-  progress((ok and "Gemini CLI extension: " or "Gemini CLI extension not linked: ") .. message)
-end
-
---- Run the whole build. Raises one error whose message names the fix.
-function M.run()
+---@param start boolean
+local function steps(start)
   local root = M.root()
-  local ok, err = pcall(function()
-    local deps = M.dependencies(root)
-    local choice = M.choose()
-    local venv = make_venv(choice.base, deps)
-    local host_python = choice.mode == "own" and python.venv_python(venv) or choice.base.path
-    compile(root, host_python)
-    record({
-      ok = true,
-      mode = choice.mode,
-      reason = choice.reason,
-      base_python = choice.base.path,
-      host_python = host_python,
-      python_version = choice.base.version,
-      user_host_prog = python.user_host_prog(),
-      venv = venv,
-      packages = deps,
-      built_at = os.time(),
-    })
-    python.apply(true)
-    register(root)
-    link_extension()
-    progress("done (" .. choice.mode .. " Python host)")
-  end)
+  if not vim.tbl_contains(vim.api.nvim_list_runtime_paths(), root) then
+    vim.opt.rtp:prepend(root)
+  end
+  local deps = M.dependencies(root)
+  progress("choosing the Python host")
+  local choice = choose(deps)
+  local venv
+  local reason = choice.reason
+  if choice.mode == "shared" and has_all(choice.base, deps) then
+    reason = reason:gsub(" and the plugin's venv.*$", "")
+      .. ", and it has every pinned package already: no venv is needed"
+  else
+    venv = make_venv(choice.base, deps)
+  end
+  local host_python = choice.mode == "own" and python.venv_python(venv) or choice.base.path
+  compile(root, host_python)
+  record({
+    ok = true,
+    mode = choice.mode,
+    reason = reason,
+    base_python = choice.base.path,
+    host_python = host_python,
+    python_version = choice.base.version,
+    user_host_prog = python.user_host_prog(),
+    venv = venv,
+    packages = deps,
+    built_at = os.time(),
+  })
+  python.apply(true)
+  local restart = register(root)
+  if restart then
+    return "build done ("
+      .. choice.mode
+      .. " Python host); restart Neovim to use it: another plugin "
+      .. "started the Python host before the build, and Neovim cannot add a plugin to a running host"
+  end
+  -- During start-up (lazy.nvim installing from init.lua) the VimEnter hook starts it.
+  if start and vim.v.vim_did_enter == 1 and package.loaded["gemini_companion.config"] then
+    if require("gemini_companion.config").get().auto_start then
+      require("gemini_companion").start()
+    end
+  end
+  return "build done (" .. choice.mode .. " Python host); the companion is ready in this session"
+end
+
+---@param ok boolean
+---@param message string
+function M._finish(ok, message)
+  local state = current
+  if not state or state.done then
+    return
+  end
   if not ok then
-    record({ ok = false, error = tostring(err), built_at = os.time() })
-    error("gemini-companion build failed: " .. tostring(err), 0)
+    message = "gemini-companion build failed: " .. message
+    pcall(record, { ok = false, error = message, built_at = os.time() })
+  else
+    message = "gemini-companion: " .. message
+  end
+  state.done, state.ok, state.message = true, ok, message
+  current = nil
+  for _, callback in ipairs(state.callbacks) do
+    pcall(callback, ok, message)
+  end
+end
+
+--- Start the build in the background; returns at once. A build already running is
+--- joined: `on_done` is called when it ends.
+---@param opts? gemini_companion.BuildOptions
+---@return gemini_companion.BuildState
+function M.start(opts)
+  opts = opts or {}
+  local on_done = opts.on_done
+    or function(ok, message)
+      vim.notify(message, ok and vim.log.levels.INFO or vim.log.levels.ERROR)
+    end
+  if current then
+    table.insert(current.callbacks, on_done)
+    return current
+  end
+  local state = {
+    done = false,
+    callbacks = { on_done },
+    progress = opts.progress or function(msg)
+      vim.api.nvim_echo({ { "gemini-companion: " .. msg } }, false, {})
+    end,
+  }
+  current = state --[[@as gemini_companion.BuildState]]
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = vim.api.nvim_create_augroup("gemini_companion_build", { clear = true }),
+    once = true,
+    callback = M.wait_on_exit,
+  })
+  state.co = coroutine.create(function()
+    local ok, result = pcall(steps, opts.start ~= false)
+    M._finish(ok, tostring(result))
+  end)
+  local ok, err = coroutine.resume(state.co)
+  if not ok then
+    M._finish(false, tostring(err))
+  end
+  return state --[[@as gemini_companion.BuildState]]
+end
+
+--- The build in progress, if any.
+---@return gemini_companion.BuildState?
+function M.running()
+  return current
+end
+
+--- Run the build and wait for it (for scripts and headless installs: Neovim's
+--- event loop keeps running, typed keys wait). Raises one error naming the fix.
+---@param opts? gemini_companion.BuildOptions
+function M.run(opts)
+  local state = M.start(vim.tbl_extend("force", opts or {}, { on_done = function() end }))
+  vim.wait(30 * 60 * 1000, function()
+    return state.done
+  end, 50)
+  if not state.done then
+    error("gemini-companion build failed: it did not finish within 30 minutes", 0)
+  end
+  if not state.ok then
+    error(state.message, 0)
+  end
+end
+
+--- Wait for a running build before Neovim exits (headless installs such as
+--- `nvim --headless +PlugInstall +qa` quit right after starting it).
+function M.wait_on_exit()
+  local state = current
+  if not state then
+    return
+  end
+  vim.api.nvim_echo({ { "gemini-companion: finishing the build before quitting (CTRL-C abandons it)" } }, true, {})
+  vim.wait(30 * 60 * 1000, function()
+    return state.done
+  end, 50)
+  if state.proc then
+    pcall(state.proc.kill, state.proc, "sigterm")
   end
 end
 

@@ -4,7 +4,16 @@
 --- connected sessions.
 local M = {}
 
-local health = vim.health
+-- Neovim before 0.10 has the older names (and before 0.9 only the "health" module):
+-- enough to say that it is too old.
+local health = vim.health or require("health")
+health = {
+  start = health.start or health.report_start,
+  ok = health.ok or health.report_ok,
+  info = health.info or health.report_info,
+  warn = health.warn or health.report_warn,
+  error = health.error or health.report_error,
+}
 
 ---@return table<string, string> pinned version from pyproject.toml, by distribution name
 local function pins()
@@ -21,16 +30,22 @@ local function pins()
   return result
 end
 
-local rebuild = "run :GeminiCompanionBuild (lazy.nvim: :Lazy build gemini-companion.nvim), then restart Neovim"
+local rebuild = "run :GeminiCompanionBuild (lazy.nvim: :Lazy build gemini-companion.nvim)"
 
+---@return boolean supported
 local function check_neovim()
+  local compat = require("gemini_companion.compat")
   local v = vim.version()
   local text = string.format("Neovim %d.%d.%d", v.major, v.minor, v.patch)
-  if vim.fn.has("nvim-0.10") == 1 then
+  if compat.supported() then
     health.ok(text)
-  else
-    health.error(text .. " is too old", { "gemini-companion needs Neovim 0.10 or newer: upgrade Neovim" })
+    return true
   end
+  health.error(
+    text .. " is too old: Neovim " .. compat.minimum .. " or newer is required",
+    { "Upgrade Neovim; the plugin does nothing on this one" }
+  )
+  return false
 end
 
 local function check_build()
@@ -52,7 +67,12 @@ local function check_build()
     return
   end
   health.ok(
-    string.format("venv %s (Python %s, built %s)", info.venv, info.python_version, os.date("%F %T", info.built_at))
+    string.format(
+      "%s (Python %s, built %s)",
+      info.venv and ("venv " .. info.venv) or "no venv needed",
+      info.python_version,
+      os.date("%F %T", info.built_at)
+    )
   )
   if info.mode == "own" then
     health.ok("Python host: the plugin's venv (" .. tostring(info.host_python) .. "). Why: " .. info.reason)
@@ -237,7 +257,9 @@ end
 
 function M.check()
   health.start("gemini-companion: Neovim")
-  check_neovim()
+  if not check_neovim() then
+    return
+  end
   health.start("gemini-companion: build and Python host")
   check_build()
   if check_host() then

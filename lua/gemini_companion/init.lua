@@ -7,6 +7,10 @@ local group_name = "gemini_companion"
 --- error naming it and changes nothing.
 ---@param opts? gemini_companion.Options
 function M.setup(opts)
+  local compat = require("gemini_companion.compat")
+  if not compat.supported() then
+    return compat.too_old()
+  end
   require("gemini_companion.config").set(opts)
   -- The Python the build step chose, before anything starts the Python host.
   require("gemini_companion.python").apply()
@@ -89,6 +93,10 @@ end
 --- Start the companion server (no-op if it runs).
 ---@param opts? { quiet?: boolean } quiet: no "already running" message (starts by the plugin itself)
 function M.start(opts)
+  local compat = require("gemini_companion.compat")
+  if not compat.supported() then
+    return compat.too_old()
+  end
   local config = require("gemini_companion.config").get()
   local host = require("gemini_companion.host")
   local channel, err = host.ensure()
