@@ -88,8 +88,7 @@ local function auto_start()
     vim.schedule(function()
       -- Installed without its build step (a manager without build hooks, a `dir=`
       -- spec lazy.nvim does not build): the first start runs it, in the background.
-      local registered = vim.fn.exists("#FuncUndefined#GeminiCompanionHostInfo") == 1
-        or vim.fn.exists("*GeminiCompanionHostInfo") == 1
+      local registered = require("gemini_companion.host").registered()
       if not registered and not require("gemini_companion.python").build_info() then
         vim.notify(
           "gemini-companion: first start: running the build step in the background (Python packages, "

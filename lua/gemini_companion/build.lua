@@ -365,7 +365,7 @@ end
 --- Whether this session knows the remote plugin (its functions are defined on first use).
 ---@return boolean
 function M.registered_in_session()
-  return vim.fn.exists("*GeminiCompanionHostInfo") == 1 or vim.fn.exists("#FuncUndefined#GeminiCompanionHostInfo") == 1
+  return require("gemini_companion.host").registered()
 end
 
 --- The manifest's registration of this plugin (a `call remote#host#RegisterPlugin`
