@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -415,6 +416,80 @@ def test_build_command_registers_in_the_same_session_without_a_restart(tmp_path:
         nvim.command("GeminiCompanionStart")
         wait_running(nvim, 30)
         assert "OK remote plugin registered" in checkhealth(nvim)
+
+
+def _install_blocks(text: str, start: str, end: str) -> list[str]:
+    """The code blocks of an install section (Markdown fences or help ``>lua``)."""
+    section = text[text.index(start) : text.index(end)]
+    if "```" in section:
+        return [b.split("\n", 1)[1] for b in section.split("```")[1::2]]
+    blocks = re.findall(r">(?:lua|vim)\n(.*?)\n<", section, re.S)
+    return [textwrap.dedent(b) for b in blocks]
+
+
+def test_install_specs_in_readme_and_help_agree_and_name_the_build_that_runs() -> None:
+    readme = _install_blocks((ROOT / "README.md").read_text(), "## Install", "**The Python host.**")
+    help_ = _install_blocks(
+        (ROOT / "doc" / "gemini-companion.txt").read_text(),
+        "*gemini-companion-install*",
+        "*gemini-companion-build*",
+    )
+    assert [b.strip() for b in readme] == [b.strip() for b in help_]
+    specs = "\n".join(readme)
+    assert '"OWNER/gemini-companion.nvim"' in specs and 'dir = "' in specs
+    assert "'OWNER/gemini-companion.nvim'" in specs
+    # lazy.nvim reads build.lua at the root by itself; the others call the build
+    assert (ROOT / "build.lua").exists()
+    assert specs.count('require("gemini_companion.build").start()') == 2
+
+
+@pytest.mark.parametrize("manager", ["packer", "vim-plug"])
+def test_packer_and_vim_plug_build_hooks_as_written_build_without_plugin_files(
+    tmp_path: Path, manager: str
+) -> None:
+    """The hook from the README's spec, run as packer/vim-plug run it after an
+    install: the plugin on 'runtimepath' and only its Vim files sourced (so not
+    plugin/gemini_companion.lua). The build completes and registers."""
+    readme = "\n".join(
+        _install_blocks((ROOT / "README.md").read_text(), "## Install", "**The Python host.**")
+    )
+    if manager == "packer":
+        hook = re.search(r"run = (function\(\).*? end),", readme)
+        assert hook, readme
+        call = f"local hook = {hook.group(1)} hook()"
+    else:
+        hook = re.search(r"'do': '(:[^']+)'", readme)
+        assert hook, readme
+        call = f"vim.cmd({json.dumps(hook.group(1)[1:])})"
+    env = _user_env(tmp_path)
+    plugin = _install(tmp_path)
+    _slow_installer_venv(tmp_path)
+    base = getattr(sys, "_base_executable", sys.executable)
+    init = tmp_path / "hook-init.lua"
+    init.write_text(
+        "\n".join(
+            [
+                f"vim.g.python3_host_prog = {json.dumps(base)}",
+                f"vim.opt.rtp:prepend({json.dumps(str(plugin))})",
+                call,
+                "vim.wait(120000, function()"
+                " return require('gemini_companion.build').running() == nil end, 50)",
+                "vim.cmd('qa!')",
+            ]
+        )
+    )
+    result = subprocess.run(
+        [nvim_executable(), "--headless", "--noplugin", "-u", str(init)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    info = json.loads((tmp_path / "data" / "nvim" / "gemini-companion" / "build.json").read_text())
+    assert info["ok"] is True, (info, result.stderr)
+    assert "GeminiCompanionHostInfo" in (tmp_path / "data" / "nvim" / "rplugin.vim").read_text()
+    assert (plugin / "doc" / "tags").exists()
 
 
 # -- :checkhealth when something is wrong ----------------------------------------------
