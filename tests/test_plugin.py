@@ -317,7 +317,7 @@ def test_build_with_an_old_python_fails_with_one_message_naming_the_fix(tmp_path
     assert "install Python 3.10 or newer" in report
 
 
-def _slow_installer_venv(root: Path) -> Path:
+def _slow_installer_venv(root: Path, *, fail: bool = False) -> Path:
     """The plugin's venv, made ahead with a stand-in for pip: its ``python`` is this
     test-suite's own (which has every pinned package), except that ``-m pip install``
     prints a line every 0.3 s for 3 s, while a marker file exists, and installs
@@ -334,9 +334,13 @@ def _slow_installer_venv(root: Path) -> Path:
         f"  touch {marker}\n"
         '  for i in 1 2 3 4 5 6 7 8 9 10; do echo "Collecting package $i"; sleep 0.3; done\n'
         f"  rm {marker}\n"
-        "  exit 0\n"
-        "fi\n"
-        f'exec {sys.executable} "$@"\n'
+        + (
+            "  echo 'ERROR: No matching distribution found for mcp==2.3.0' >&2\n  exit 1\n"
+            if fail
+            else "  exit 0\n"
+        )
+        + "fi\n"
+        + f'exec {sys.executable} "$@"\n'
     )
     python.chmod(0o755)
     return marker
@@ -416,6 +420,34 @@ def test_build_command_registers_in_the_same_session_without_a_restart(tmp_path:
         nvim.command("GeminiCompanionStart")
         wait_running(nvim, 30)
         assert "OK remote plugin registered" in checkhealth(nvim)
+
+
+def test_a_failed_build_ends_with_one_message_with_the_installers_last_lines_and_the_log(
+    tmp_path: Path,
+) -> None:
+    env = _user_env(tmp_path)
+    _install(tmp_path)
+    _slow_installer_venv(tmp_path, fail=True)
+    base = getattr(sys, "_base_executable", sys.executable)
+    pre = f"vim.g.python3_host_prog = {json.dumps(base)}\n_G.notes = {{}}\n" + (
+        "vim.notify = function(m, level) table.insert(_G.notes, {m, level}) end"
+    )
+    with user_nvim(tmp_path, env, user_init(tmp_path, {"auto_start": False}, pre)) as nvim:
+        nvim.command("GeminiCompanionBuild")
+        notes = wait_for(lambda: nvim.exec_lua("return _G.notes"), 60, "the build's message")
+        assert len(notes) == 1, notes
+        message, level = notes[0]
+        assert level == 4, "an error"
+        assert message.startswith("gemini-companion build failed: pip could not install"), message
+        assert "Collecting package 10" in message
+        assert "No matching distribution found for mcp==2.3.0" in message
+        log = tmp_path / "state" / "nvim" / "gemini-companion-build.log"
+        assert f"(whole output: {log})" in message
+        assert "Collecting package 1\n" in log.read_text()
+        info = json.loads(
+            (tmp_path / "data" / "nvim" / "gemini-companion" / "build.json").read_text()
+        )
+        assert info["ok"] is False
 
 
 def _install_blocks(text: str, start: str, end: str) -> list[str]:

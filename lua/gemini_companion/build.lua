@@ -268,12 +268,28 @@ local function choose(deps)
   }
 end
 
---- The last lines of a program's output, for a failure message.
+--- Where a failed step's whole output goes.
+---@return string
+function M.log_path()
+  return vim.fn.stdpath("log") .. "/gemini-companion-build.log"
+end
+
+--- The last lines of a failed program's output, for the failure message; the
+--- whole output goes to M.log_path(), which the message names.
 ---@param out vim.SystemCompleted
 ---@return string
 local function tail(out)
-  local lines = vim.split(vim.trim((out.stderr or "") .. "\n" .. (out.stdout or "")), "\n")
-  return table.concat(vim.list_slice(lines, math.max(1, #lines - 8)), "\n")
+  -- The error is at the end of stderr; what led to it, in stdout, before it.
+  local text = vim.trim((out.stdout or "") .. "\n" .. (out.stderr or ""))
+  local path = M.log_path()
+  vim.fn.mkdir(vim.fn.fnamemodify(path, ":h"), "p")
+  local f = io.open(path, "w")
+  if f then
+    f:write(text, "\n")
+    f:close()
+  end
+  local lines = vim.split(text, "\n")
+  return table.concat(vim.list_slice(lines, math.max(1, #lines - 8)), "\n") .. "\n(whole output: " .. path .. ")"
 end
 
 ---@param base gemini_companion.Probe the interpreter to build from
