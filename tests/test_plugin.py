@@ -740,6 +740,53 @@ def test_statusline_is_empty_when_stopped_and_counts_sessions(nvim_factory: Any)
 # -- the run command ---------------------------------------------------------------------
 
 
+@pytest.mark.timeout(420)  # a venv and a pip install: minutes on a busy 2-core machine
+def test_run_setup_installs_only_what_the_demo_needs_and_no_system_package(
+    tmp_path: Path,
+) -> None:
+    """scripts/setup --demo (what scripts/run runs) in a fresh copy of the checkout:
+    no linter, type checker, formatter or test tool, no system package manager, each
+    step said with where it installs."""
+    copy = tmp_path / "checkout"
+    for rel in _plugin_files():
+        target = copy / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, target)
+    calls = tmp_path / "calls.txt"
+    fakes = tmp_path / "bin"
+    fakes.mkdir()
+    for tool in ("apt-get", "apt-cache", "dpkg-deb", "sudo", "luacheck", "luarocks", "npm"):
+        (fakes / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {calls}\nexit 1\n')
+        (fakes / tool).chmod(0o755)
+    env = _user_env(tmp_path)
+    env["PATH"] = f"{fakes}{os.pathsep}{env['PATH']}"
+    env["GEMINI_COMPANION_SKIP_NPM"] = "1"
+    env["PYTHON"] = getattr(sys, "_base_executable", sys.executable)
+    result = subprocess.run(
+        [str(copy / "scripts" / "setup"), "--demo"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not calls.exists(), calls.read_text()
+    said = result.stderr
+    assert "setup: creating the Python virtual environment .venv" in said, said
+    assert "the plugin's Python packages" in said and "into .venv" in said, said
+    assert "done in" in said
+    assert "GEMINI_COMPANION_SKIP_NPM=1: no npm step" in said
+    bin_ = copy / ".venv" / "bin"
+    assert (bin_ / "python").exists()
+    for tool in ("ruff", "mypy", "pytest"):
+        assert not (bin_ / tool).exists(), f"{tool} is not for the demo"
+    assert not (copy / "tools" / "node_modules").exists()
+    assert not (copy / ".cache" / "debian").exists()
+    probe = "import pynvim, mcp, starlette, uvicorn, anyio"
+    subprocess.run([str(bin_ / "python"), "-c", probe], check=True)
+
+
 @pytest.mark.usefixtures("interop")
 def test_run_command_offline_demo_round_trip(tmp_path: Path) -> None:
     """scripts/run without credentials: a healthy demo with its help, :Gemini, the
