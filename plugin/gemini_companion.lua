@@ -78,7 +78,7 @@ command("GeminiCompanionBuild", function()
   -- In the background: the outcome is one message, and the companion starts in
   -- this session once the build is done.
   require("gemini_companion.build").start()
-end, { desc = "Build gemini-companion: its Python venv and the remote plugin's registration" })
+end, { desc = "Build gemini-companion: its Python venv and the choice of its Python" })
 
 local group = vim.api.nvim_create_augroup("gemini_companion_startup", { clear = true })
 
@@ -87,9 +87,10 @@ local function auto_start()
     -- Past the first screen: nothing of ours runs before Neovim has drawn.
     vim.schedule(function()
       -- Installed without its build step (a manager without build hooks, a `dir=`
-      -- spec lazy.nvim does not build): the first start runs it, in the background.
-      local registered = require("gemini_companion.host").registered()
-      if not registered and not require("gemini_companion.python").build_info() then
+      -- spec lazy.nvim does not build), and no Python of the user's choosing: the
+      -- first start runs the build, in the background.
+      local python = require("gemini_companion.python")
+      if not python.build_info() and not python.user_host_prog() then
         vim.notify(
           "gemini-companion: first start: running the build step in the background (Python packages, "
             .. "registration); the companion starts when it is done",

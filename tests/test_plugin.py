@@ -207,7 +207,6 @@ def test_lazy_install_builds_its_venv_and_makes_it_the_host_when_none_has_pynvim
     assert info["mode"] == ("own" if own else "shared"), info
     venv_python = data / "gemini-companion" / "venv" / "bin" / "python"
     assert venv_python.exists()
-    assert "GeminiCompanionHostInfo" in (data / "rplugin.vim").read_text()
     assert (data / "lazy" / PLUGIN_NAME / "doc" / "tags").exists()
     package = data / "lazy" / PLUGIN_NAME / "rplugin" / "python3" / "gemini_companion"
     assert list((package / "__pycache__").glob("companion.*.pyc")), "the build byte-compiles"
@@ -355,12 +354,14 @@ def test_first_start_builds_in_the_background_keys_stay_live_and_the_companion_s
     env = _user_env(tmp_path)
     _install(tmp_path)
     marker = _slow_installer_venv(tmp_path)
-    # The user's host: this suite's base Python (the same version, without pynvim),
-    # so the build makes the plugin's venv (above) the host.
-    base = getattr(sys, "_base_executable", sys.executable)
+    # No g:python3_host_prog, and python3 on PATH is this suite's base Python (the
+    # same version, without pynvim): the build makes the plugin's venv (above) the host.
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
+    env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
     pre = "\n".join(
         [
-            f"vim.g.python3_host_prog = {json.dumps(base)}",
             "_G.notes = {}",
             "vim.notify = function(m) table.insert(_G.notes, m) end",
             "_G.handled = {}",
@@ -396,9 +397,9 @@ def test_first_start_builds_in_the_background_keys_stay_live_and_the_companion_s
         assert info["mode"] == "own", info
 
 
-def test_build_command_registers_in_the_same_session_without_a_restart(tmp_path: Path) -> None:
-    """:GeminiCompanionBuild with auto_start off: no start before it, and the
-    companion usable (its functions registered) right after it, in the same session."""
+def test_build_command_then_start_works_in_the_same_session(tmp_path: Path) -> None:
+    """:GeminiCompanionBuild with auto_start off: one message, and the companion
+    starts right after it in the same session, on the Python the build chose."""
     env = _user_env(tmp_path)
     _install(tmp_path)
     _slow_installer_venv(tmp_path)
@@ -407,19 +408,17 @@ def test_build_command_registers_in_the_same_session_without_a_restart(tmp_path:
         "vim.notify = function(m) table.insert(_G.notes, m) end"
     )
     with user_nvim(tmp_path, env, user_init(tmp_path, {"auto_start": False}, pre)) as nvim:
-        nvim.command("GeminiCompanionStart")
-        notes = nvim.exec_lua("return _G.notes")
-        assert "not registered" in notes[0], notes
         nvim.command("GeminiCompanionBuild")
-        notes = wait_for(
-            lambda: (n := nvim.exec_lua("return _G.notes")) and len(n) >= 2 and n,
-            120,
-            "the build's message",
-        )
-        assert "the companion is ready in this session" in notes[1], notes
+        notes = wait_for(lambda: nvim.exec_lua("return _G.notes"), 120, "the build's message")
+        assert len(notes) == 1 and "the companion is ready in this session" in notes[0], notes
         nvim.command("GeminiCompanionStart")
         wait_running(nvim, 30)
-        assert "OK remote plugin registered" in checkhealth(nvim)
+        host = nvim.exec_lua("return require('gemini_companion.host').info")
+        venv = tmp_path / "data" / "nvim" / "gemini-companion" / "venv"
+        assert nvim.vars["python3_host_prog"] == str(venv / "bin" / "python")
+        assert host["venv"] in ("host", "appended"), host
+        report = checkhealth(nvim)
+        assert "ERROR" not in report, report
 
 
 def test_a_failed_build_ends_with_one_message_with_the_installers_last_lines_and_the_log(
@@ -481,7 +480,7 @@ def test_packer_and_vim_plug_build_hooks_as_written_build_without_plugin_files(
 ) -> None:
     """The hook from the README's spec, run as packer/vim-plug run it after an
     install: the plugin on 'runtimepath' and only its Vim files sourced (so not
-    plugin/gemini_companion.lua). The build completes and registers."""
+    plugin/gemini_companion.lua). The build completes."""
     readme = "\n".join(
         _install_blocks((ROOT / "README.md").read_text(), "## Install", "**The Python host.**")
     )
@@ -520,7 +519,6 @@ def test_packer_and_vim_plug_build_hooks_as_written_build_without_plugin_files(
     )
     info = json.loads((tmp_path / "data" / "nvim" / "gemini-companion" / "build.json").read_text())
     assert info["ok"] is True, (info, result.stderr)
-    assert "GeminiCompanionHostInfo" in (tmp_path / "data" / "nvim" / "rplugin.vim").read_text()
     assert (plugin / "doc" / "tags").exists()
 
 

@@ -1,15 +1,13 @@
 --- The build step: the plugin's own Python virtual environment with the
---- dependencies pinned in pyproject.toml, the choice of the Python host, the
---- remote plugin's registration and the help tags. Run by lazy.nvim through
+--- dependencies pinned in pyproject.toml, the choice of the Python host and the
+--- help tags. Run by lazy.nvim through
 --- build.lua at the plugin's root, by packer/vim-plug through
 --- :GeminiCompanionBuild.
 ---
 --- It never blocks Neovim: every program it runs (Python probes, venv, pip,
---- compileall, the :UpdateRemotePlugins that writes the manifest) runs with
---- vim.system() and a callback, the steps chained in a coroutine of their own.
---- Once done, the remote plugin is registered in the running session too and the
---- companion starts, so no restart is needed (unless another remote plugin has
---- already started the python3 host: Neovim cannot add plugins to a running host).
+--- compileall) runs with vim.system() and a callback, the steps chained in a
+--- coroutine of their own. Once done, the companion starts in the same session
+--- (its Python side is a job of its own, host.lua: nothing to register).
 ---
 --- The host: Neovim has one python3 host for all remote plugins. When the
 --- Python Neovim would use for it already has pynvim (the user's
@@ -29,7 +27,7 @@ local candidates = { "python3", "python3.13", "python3.12", "python3.11", "pytho
 ---@class gemini_companion.BuildOptions
 ---@field progress? fun(msg: string) each step's message (default: echoed)
 ---@field on_done? fun(ok: boolean, message: string) the outcome (default: notified)
----@field start? boolean start the companion once registered (default: true)
+---@field start? boolean start the companion when done, if auto_start (default: true)
 
 ---@class gemini_companion.BuildState
 ---@field co thread the steps
@@ -354,105 +352,6 @@ local function record(info)
   python.build_info(true)
 end
 
----@return string
-function M.manifest_path()
-  if vim.env.NVIM_RPLUGIN_MANIFEST and vim.env.NVIM_RPLUGIN_MANIFEST ~= "" then
-    return vim.env.NVIM_RPLUGIN_MANIFEST
-  end
-  return vim.fn.stdpath("data") .. "/rplugin.vim"
-end
-
----@return string? text
-local function read_manifest()
-  local f = io.open(M.manifest_path(), "r")
-  if not f then
-    return nil
-  end
-  local text = f:read("*a")
-  f:close()
-  return text
-end
-
----@return boolean
-function M.registered()
-  return (read_manifest() or ""):find("GeminiCompanionHostInfo", 1, true) ~= nil
-end
-
---- Whether this session knows the remote plugin (its functions are defined on first use).
----@return boolean
-function M.registered_in_session()
-  return require("gemini_companion.host").registered()
-end
-
---- The manifest's registration of this plugin (a `call remote#host#RegisterPlugin`
---- with its continuation lines), to run in this session.
----@return string?
-local function own_registration()
-  local lines = vim.split(read_manifest() or "", "\n")
-  for i, line in ipairs(lines) do
-    if line:match("^call remote#host#RegisterPlugin%('python3', '.-/rplugin/python3/gemini_companion'") then
-      local block = { line }
-      for j = i + 1, #lines do
-        if not lines[j]:match("^%s*\\") then
-          break
-        end
-        block[#block + 1] = lines[j]
-      end
-      return table.concat(block, "\n")
-    end
-  end
-end
-
---- :UpdateRemotePlugins in a child Neovim with this session's 'runtimepath' and
---- python3 host (the registration starts a Python host: not on our main loop),
---- then the same registration in this session.
----@param root string
----@return boolean restart_needed
-local function register(root)
-  progress("registering the remote plugin (:UpdateRemotePlugins)")
-  local cmd = {
-    vim.v.progpath,
-    "--headless",
-    "-u",
-    "NONE",
-    "-i",
-    "NONE",
-    "-n",
-    "--cmd",
-    "set rtp=" .. vim.fn.escape(vim.o.runtimepath, ' \\|"'),
-  }
-  if vim.g.python3_host_prog and vim.g.python3_host_prog ~= "" then
-    vim.list_extend(cmd, { "--cmd", "let g:python3_host_prog = " .. vim.fn.string(vim.g.python3_host_prog) })
-  end
-  vim.list_extend(cmd, { "-c", "runtime plugin/rplugin.vim", "-c", "UpdateRemotePlugins", "-c", "qa!" })
-  local out = exec(cmd, { timeout = 120000 })
-  if not M.registered() then
-    fail(
-      "the remote plugin did not register in "
-        .. M.manifest_path()
-        .. ": the Python host could not load it:\n"
-        .. tail(out)
-        .. "\nSee :checkhealth gemini_companion"
-    )
-  end
-  if vim.fn.isdirectory(root .. "/doc") == 1 then
-    pcall(vim.cmd.helptags, vim.fn.fnameescape(root .. "/doc"))
-  end
-  if M.registered_in_session() then
-    return false
-  end
-  -- Neovim refuses to add a plugin to a python3 host that another plugin started.
-  local known, running = pcall(vim.fn["remote#host#IsRunning"], "python3")
-  if known and running == 1 then
-    return true
-  end
-  local registration = own_registration()
-  if not registration or not pcall(vim.api.nvim_exec2, registration, {}) then
-    return true
-  end
-  return not M.registered_in_session()
-end
-
 --- Byte-compile the plugin's Python package for the host's interpreter, so the
 --- first start does not compile it (nor every start where the environment sets
 --- PYTHONDONTWRITEBYTECODE). Failure is harmless: Python compiles on import.
@@ -466,8 +365,7 @@ local function compile(root, host_python)
   )
 end
 
----@param start boolean
-local function steps(start)
+local function steps()
   local root = M.root()
   if not vim.tbl_contains(vim.api.nvim_list_runtime_paths(), root) then
     vim.opt.rtp:prepend(root)
@@ -498,18 +396,8 @@ local function steps(start)
     built_at = os.time(),
   })
   python.apply(true)
-  local restart = register(root)
-  if restart then
-    return "build done ("
-      .. choice.mode
-      .. " Python host); restart Neovim to use it: another plugin "
-      .. "started the Python host before the build, and Neovim cannot add a plugin to a running host"
-  end
-  -- During start-up (lazy.nvim installing from init.lua) the VimEnter hook starts it.
-  if start and vim.v.vim_did_enter == 1 and package.loaded["gemini_companion.config"] then
-    if require("gemini_companion.config").get().auto_start then
-      require("gemini_companion").start()
-    end
+  if vim.fn.isdirectory(root .. "/doc") == 1 then
+    pcall(vim.cmd.helptags, vim.fn.fnameescape(root .. "/doc"))
   end
   return "build done (" .. choice.mode .. " Python host); the companion is ready in this session"
 end
@@ -562,8 +450,14 @@ function M.start(opts)
     callback = M.wait_on_exit,
   })
   state.co = coroutine.create(function()
-    local ok, result = pcall(steps, opts.start ~= false)
+    local ok, result = pcall(steps)
     M._finish(ok, tostring(result))
+    -- Once the build is over (the host refuses to start during it). During
+    -- start-up (lazy.nvim installing from init.lua) the VimEnter hook starts it.
+    local config = package.loaded["gemini_companion.config"]
+    if ok and opts.start ~= false and vim.v.vim_did_enter == 1 and config and config.get().auto_start then
+      require("gemini_companion").start()
+    end
   end)
   local ok, err = coroutine.resume(state.co)
   if not ok then

@@ -99,6 +99,9 @@ end
 ---@return string? path
 ---@return string? error
 function M.host_prog()
+  if package.loaded["gemini_companion.build"] and require("gemini_companion.build").running() then
+    return nil, "the build is still running: the companion starts when it is done"
+  end
   local info = M.build_info()
   if info and not info.ok then
     return nil, "the last build failed: " .. tostring(info.error) .. " (run :GeminiCompanionBuild again)"
