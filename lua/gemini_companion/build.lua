@@ -365,6 +365,44 @@ local function compile(root, host_python)
   )
 end
 
+--- Link the Gemini CLI extension that gives a CLI started in Neovim the plugin's
+--- tools (extension.lua says why an extension), with the CLI's own command, in
+--- the background like every other step. Skipped, with a message, when the CLI is
+--- not installed or `tools.enabled` is off; a failure does not fail the build
+--- (:checkhealth reports it).
+local function link_extension()
+  local config = require("gemini_companion.config").get()
+  if not config.tools.enabled then
+    return
+  end
+  local extension = require("gemini_companion.extension")
+  local env = config.terminal.env
+  if extension.linked(env) then
+    return
+  end
+  local cmd = config.terminal.cmd
+  if vim.fn.executable(cmd) == 0 then
+    progress("Gemini CLI (" .. cmd .. ") not found: its extension for Neovim's tools is not linked")
+    return
+  end
+  progress("linking the Gemini CLI extension for Neovim's tools")
+  local argv = { cmd, "extensions", "link", extension.dir(), "--consent" }
+  local out = exec(argv, { timeout = 60000, env = env })
+  if out.code == 0 and extension.linked(env) then
+    progress("Gemini CLI extension: linked into " .. extension.gemini_dir(env) .. "/extensions")
+  else
+    local output = vim.trim((out.stderr or "") .. "\n" .. (out.stdout or ""))
+    progress(
+      string.format(
+        "Gemini CLI extension not linked: `%s` failed (exit %d): %s",
+        table.concat(argv, " "),
+        out.code,
+        output
+      )
+    )
+  end
+end
+
 local function steps()
   local root = M.root()
   if not vim.tbl_contains(vim.api.nvim_list_runtime_paths(), root) then
@@ -399,6 +437,7 @@ local function steps()
   if vim.fn.isdirectory(root .. "/doc") == 1 then
     pcall(vim.cmd.helptags, vim.fn.fnameescape(root .. "/doc"))
   end
+  link_extension()
   return "build done (" .. choice.mode .. " Python host); the companion is ready in this session"
 end
 
