@@ -4,6 +4,7 @@ user would, and checks what the user and the other clients observe."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import resource
@@ -23,7 +24,13 @@ import httpx2
 import pytest
 from harness import ROOT, Nvim, Sandbox, wait_for
 from ide_client import IdeClientProcess
-from mcp_client import SyncMcpConnection, mcp_client, open_raw_session
+from mcp_client import (
+    SyncMcpConnection,
+    initialize_request,
+    mcp_client,
+    open_raw_session,
+    post_headers,
+)
 
 RECORD_MESSAGES = """
 _G.messages = {}
@@ -560,3 +567,69 @@ def test_a_killed_host_is_noticed_cleaned_up_and_restarted_in_the_same_session(
     print(f"dead host noticed in {noticed * 1000:.0f} ms, restarted in {recovered * 1000:.0f} ms")
     nvim.api.command("GeminiCompanionStop")
     nvim.wait_state(lambda s: not s["running"], 10, "the restarted companion to stop")
+
+
+# -- 5. nothing leaks ------------------------------------------------------------------
+
+
+@pytest.fixture
+def expiring_server() -> Iterator[Any]:
+    """A server whose abandoned MCP sessions expire after 1 s, at most 20 at once."""
+    from gemini_companion.server import CompanionServer, ServerOptions
+    from gemini_companion.tools import IDE_PATH, ToolRegistry
+
+    options = ServerOptions(token="t" * 43, session_idle_seconds=1.0, max_sessions=20)
+    server = CompanionServer(options, {IDE_PATH: ToolRegistry("none")}, listener=NoListener())
+    server.start()
+    wait_for(lambda: _answers(server.port), 15, "the server to answer")
+    yield server
+    server.request_exit()
+    server.join(10)
+
+
+def test_abandoned_sessions_expire_and_a_connected_client_keeps_its_own(
+    expiring_server: Any,
+) -> None:
+    port, token = expiring_server.port, "t" * 43
+    url = f"http://127.0.0.1:{port}/mcp"
+    ping = '{"jsonrpc": "2.0", "id": 9, "method": "ping"}'
+    with mcp_client(port, token) as connected, httpx2.Client(timeout=10) as http:
+        # 20 sessions initialized and never closed: the cap is reached.
+        abandoned = [open_raw_session(http, url, token, f"a{i}") for i in range(19)]
+        assert http.post(url, content=ping, headers=abandoned[0]).status_code == 200
+        full = http.post(url, content=json.dumps(initialize_request()), headers=post_headers(token))
+        assert full.status_code == 503
+
+        # Idle for longer than the timeout they are gone, and room is free again
+        # (asking with their ids would keep them alive: only new sessions ask).
+        def room() -> bool:
+            body = json.dumps(initialize_request())
+            return http.post(url, content=body, headers=post_headers(token)).status_code == 200
+
+        wait_for(room, 10, "the abandoned sessions to expire", interval=0.2)
+        for headers in abandoned:
+            assert http.post(url, content=ping, headers=headers).status_code == 404
+        # The client that holds its event stream open was never idle.
+        assert connected.request("ping") == {}
+    # A client that reconnects initializes again and works.
+    with mcp_client(port, token) as again:
+        assert again.request("ping") == {}
+
+
+def test_failed_diffs_leave_no_buffers_behind(nvim: Nvim, conn: SyncMcpConnection) -> None:
+    target = nvim.sandbox.root / "t.txt"
+    target.write_text("old\n")
+    before = ui_snapshot(nvim)
+    # Failures inside Neovim at two stages: reading the file, and making the tab.
+    nvim.lua(
+        "_G.real_buf_call = vim.api.nvim_buf_call\n"
+        "vim.api.nvim_buf_call = function() error('the read failed') end"
+    )
+    for _ in range(100):
+        refused(conn.call_tool("openDiff", {"filePath": str(target), "newContent": "x"}), "read")
+    nvim.lua("vim.api.nvim_buf_call = _G.real_buf_call")
+    nvim.lua("vim.api.nvim_create_autocmd('TabNew', {callback = function() error('no tab') end})")
+    for _ in range(100):
+        refused(conn.call_tool("openDiff", {"filePath": str(target), "newContent": "x"}), "tab")
+    assert ui_snapshot(nvim) == before
+    assert nvim.lua("return #require('gemini_companion.diff').views()") == 0

@@ -56,6 +56,12 @@ class ServerOptions:
     max_connections: int = 100
     # Seconds a connection may take to send a request's headers.
     header_timeout_seconds: float = 10.0
+    # An MCP session with no request in flight and no open event stream for this
+    # long is ended (its id then answers 404 and the client initializes again); a
+    # connected CLI always holds its stream, so only abandoned sessions expire.
+    session_idle_seconds: float = 600.0
+    # Sessions open at once, per endpoint; past it a new one gets 503 until some end.
+    max_sessions: int = 256
 
 
 class CompanionServer:
@@ -253,7 +259,9 @@ class CompanionServer:
             max_request_body_size=self.options.max_body_bytes,
             # Host and Origin are checked by RequestGuard, with a stricter policy.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            session_idle_timeout=None,
+            # Abandoned sessions (initialized, never closed) held ~39 KB each for ever.
+            session_idle_timeout=self.options.session_idle_seconds,
+            max_sessions=self.options.max_sessions,
         )
 
     def _build_app(self) -> tuple[ASGIApp, list[contextlib.AbstractAsyncContextManager[Any]]]:
