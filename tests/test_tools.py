@@ -8,6 +8,7 @@ server (python-lsp-server, installed by the test setup).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -685,6 +686,9 @@ class _AcpPeer:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
+            # The CLI relaunches itself as a child with a larger heap: a group of its
+            # own lets close() end both.
+            start_new_session=True,
         )
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
@@ -728,7 +732,10 @@ class _AcpPeer:
         return answer["result"]
 
     def close(self) -> None:
-        self.proc.kill()
+        import signal
+
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
 
 
