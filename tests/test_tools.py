@@ -375,6 +375,7 @@ from lib import greet
 
 print(greet("a"))
 print(greet("b"))
+import json
 """
 
 
@@ -423,6 +424,12 @@ def test_language_server_tools_answer_through_a_real_language_server(
         places = sorted((Path(r["filePath"]).name, r["line"]) for r in refs["locations"])
         assert ("lib.py", 1) in places and ("lib.py", 7) in places
         assert {("main.py", 1), ("main.py", 3), ("main.py", 4)} <= set(places)
+        # A definition in a library outside the workspace (line 5: `import json`):
+        # where it is, but not its text.
+        outside = call(conn, "findDefinition", {"filePath": main, "line": 5, "character": 8})
+        [stdlib] = outside["locations"]
+        assert not stdlib["filePath"].startswith(str(python_project))
+        assert "text" not in stdlib and stdlib["line"] >= 1
         symbols = call(conn, "documentSymbols", {"filePath": lib})
     names = {s["name"]: s for s in symbols["symbols"]}
     assert names["greet"]["kind"] == "Function" and names["greet"]["line"] == 1

@@ -576,6 +576,22 @@ end
 ---@return integer total
 local function locations(results)
   local out, seen, total = {}, {}, 0
+  local roots = workspace_roots()
+  ---@type table<string, boolean>?
+  local open_paths
+  ---@param path string
+  local function is_open(path)
+    if not open_paths then
+      open_paths = {}
+      for _, buf in ipairs(api.nvim_list_bufs()) do
+        local name = api.nvim_buf_is_loaded(buf) and buffer_path(buf)
+        if name then
+          open_paths[real(name)] = true
+        end
+      end
+    end
+    return open_paths[real(path)] == true
+  end
   for _, r in ipairs(results) do
     local list = r.result
     if list.uri or list.targetUri then
@@ -589,13 +605,16 @@ local function locations(results)
         total = total + 1
         if #out < M.max_locations then
           local text = item.text or ""
+          -- The line's text is read from the file: not for a file outside the
+          -- workspace that is not open (a library's source says where, not what).
+          local readable = in_workspace(item.filename, roots) or is_open(item.filename)
           out[#out + 1] = {
             filePath = item.filename,
             line = item.lnum,
             character = char_of(text, item.col - 1),
             endLine = item.end_lnum,
             endCharacter = item.end_col and item.end_lnum == item.lnum and char_of(text, item.end_col - 1) or nil,
-            text = vim.trim(text),
+            text = readable and vim.trim(text) or nil,
           }
         end
       end
