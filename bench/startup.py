@@ -81,8 +81,11 @@ def row(name: str, values: list[float], target: float | None, unit: str = "ms") 
     )
 
 
-def first_screen_ms(init: Path, env: dict[str, str]) -> float:
-    """UI attach to the first ``flush`` of a full redraw, in ms."""
+def first_screen_ms(init: Path, env: dict[str, str]) -> tuple[float, float]:
+    """UI attach to the first ``flush`` of a full redraw, and to the first answer to
+    a request sent right after it, in ms. The start is scheduled past the first
+    screen, so the first figure cannot show it by construction; the second does: a
+    request waits for whatever the main loop runs first (the start included)."""
     argv = ["/usr/bin/env", "-i", *[f"{k}={v}" for k, v in env.items()], nvim_executable()]
     nvim = pynvim.attach("child", argv=[*argv, "--embed", "-u", str(init)])
     try:
@@ -93,7 +96,12 @@ def first_screen_ms(init: Path, env: dict[str, str]) -> float:
             if message is None:
                 continue
             if message[1] == "redraw" and any(event[0] == "flush" for event in message[2]):
-                return (time.perf_counter() - start) * 1000
+                screen = (time.perf_counter() - start) * 1000
+                break
+        # Scheduled now, this runs after what the first screen left queued (the start).
+        nvim.exec_lua("vim.schedule(function() end)")
+        nvim.eval("1")
+        return screen, (time.perf_counter() - start) * 1000
     finally:
         with contextlib.suppress(Exception):
             nvim.command("qa!")
@@ -112,12 +120,21 @@ def first_screen_rows(workdir: Path, sandbox: Sandbox, runs: int) -> list[str]:
         off.append(first_screen_ms(plain_init, sandbox.env))
         loaded.append(first_screen_ms(loaded_init, sandbox.env))
         on.append(first_screen_ms(with_init, sandbox.env))
-    added_start = [a - b for a, b in zip(on, loaded, strict=True)]
-    added_loading = [a - b for a, b in zip(loaded, off, strict=True)]
-    return [
-        row("first screen: added by the start", added_start, None),
-        row("first screen: added by loading + setup()", added_loading, None),
-    ]
+    rows = []
+    for index, what in ((0, "first screen"), (1, "first answer after it")):
+        rows += [
+            row(
+                f"{what}: added by the start",
+                [a[index] - b[index] for a, b in zip(on, loaded, strict=True)],
+                None,
+            ),
+            row(
+                f"{what}: added by loading + setup()",
+                [a[index] - b[index] for a, b in zip(loaded, off, strict=True)],
+                None,
+            ),
+        ]
+    return rows
 
 
 def run_stall(sandbox: Sandbox, with_plugin: bool) -> dict[str, float]:

@@ -286,8 +286,10 @@ def test_a_killed_neovims_stale_file_is_removed_by_the_next_start(
 ) -> None:
     first = nvim_factory()
     stale = Path(first.wait_running()["discovery_file"])
-    # Both killed at once (a killed Neovim alone: its host removes the file, below).
+    # Both killed, neither able to clean up (a killed Neovim alone: its host removes
+    # the file; a killed host alone: Neovim does): Neovim frozen first.
     host = first.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    os.kill(first.pid, signal.SIGSTOP)
     os.kill(host, signal.SIGKILL)
     os.kill(first.pid, signal.SIGKILL)
     wait_for(
