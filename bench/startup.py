@@ -14,12 +14,15 @@ Prints a table, over several runs of a real Neovim (medians, min..max):
   fresh Node process per run (what every new ``gemini`` does; target under 40 ms)
   and warm, a reconnect in the same process (target under 10 ms), with Node's own
   first fetch to the server for reference (the client-side share of a first connect);
+- ``:GeminiCompanionStop`` with a connected ``IdeClient``: the longest main-loop
+  stall after it (target under 16 ms) and the host's answer to a question sent
+  right after it;
 - what ``:qa`` costs: from sending ``:qa!`` until the Neovim process has exited
   (Neovim waits for the Python host to end), with the server running and with a
   connected ``IdeClient``, against the plugin loaded but not started (target: under
   50 ms added).
 
-Run: .venv/bin/python bench/startup.py [--runs N] [--only screen|stall|connect|quit]
+Run: .venv/bin/python bench/startup.py [--runs N] [--only screen|stall|connect|quit|stop]
 """
 
 from __future__ import annotations
@@ -263,14 +266,50 @@ def quit_ms(sandbox: Sandbox, *, start: bool, cli: bool) -> float:
         nvim.close()
 
 
+STOP = """
+local uv = vim.uv
+local t0 = uv.hrtime()
+vim.cmd("GeminiCompanionStop")
+local info = require("gemini_companion.host").query_info({}, 5000)
+_G.bench.stop_t0, _G.bench.stop_answer = t0, (uv.hrtime() - t0) / 1e6
+return info ~= nil
+"""
+
+
+def stop_ms(sandbox: Sandbox) -> tuple[float, float]:
+    """:GeminiCompanionStop with a real IdeClient connected: the longest main-loop gap
+    in the 300 ms after it (1 ms probe), and how long a question to the host sent
+    right after it takes to be answered (what :checkhealth waits for)."""
+    nvim = Nvim(sandbox, setup={"auto_start": True}, extra_init=PROBE)
+    client = None
+    try:
+        nvim.wait_running()
+        client = IdeClientProcess(nvim.job_env(), sandbox.root)
+        assert client.connect()["status"] == "connected"
+        nvim.wait_state(lambda s: len(s["sessions"]) == 1, 10, "the CLI session")
+        assert nvim.lua(STOP) is True
+        nvim.wait_state(lambda s: not s["running"], 10, "the stop")
+        nvim.api.command("sleep 300m")
+        bench = nvim.lua(
+            "return {runs = _G.bench.runs, t0 = _G.bench.stop_t0, a = _G.bench.stop_answer}"
+        )
+        runs = [r for r in bench["runs"] if bench["t0"] <= r <= bench["t0"] + 300e6]
+        gaps = [(b - a) / 1e6 for a, b in itertools.pairwise(runs)]
+        return (max(gaps) if gaps else 0.0), float(bench["a"])
+    finally:
+        if client is not None:
+            client.close()
+        nvim.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--only", choices=["screen", "stall", "connect", "quit"])
+    parser.add_argument("--only", choices=["screen", "stall", "connect", "quit", "stop"])
     args = parser.parse_args()
-    parts = {args.only} if args.only else {"screen", "stall", "connect", "quit"}
+    parts = {args.only} if args.only else {"screen", "stall", "connect", "quit", "stop"}
 
     workdir = Path(tempfile.mkdtemp(prefix="gemini-bench-"))
     try:
@@ -317,6 +356,17 @@ def main() -> None:
                 row(":qa, plugin loaded, not started", idle, None),
                 row(":qa added, server running", [v - base for v in running], 50),
                 row(":qa added, server running + CLI connected", [v - base for v in connected], 50),
+            ]
+        if "stop" in parts:
+            ensure_interop_packages()
+            stop_stall, stop_answer = [], []
+            for _ in range(args.runs):
+                stall, answer = stop_ms(sandbox)
+                stop_stall.append(stall)
+                stop_answer.append(answer)
+            lines += [
+                row(":GeminiCompanionStop, CLI connected: stall", stop_stall, 16),
+                row("  the host's answer right after it", stop_answer, None),
             ]
         print("\n".join(lines))
     finally:

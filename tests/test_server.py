@@ -425,14 +425,17 @@ def test_real_ide_client_connects_with_the_environment_of_a_job(nvim: Nvim) -> N
         client.close()
 
 
-# A stop, then at once a synchronous call into the Python host (what the start-up
-# handshake or any remote function is): Neovim's main loop is held for both. The
-# stop must not keep the host busy while the server shuts down.
-STOP_THEN_SYNC_CALL = """
+# A stop, then at once a question to the Python host that Neovim waits for (what
+# :checkhealth asks): before, the host thread joined the server thread, whose
+# graceful shutdown waited on the CLI's open stream for a second; now the stop is
+# posted and the host answers at once. (The figure is bench/startup.py's; this
+# bound only separates the two behaviours on a busy machine.)
+STOP_THEN_QUERY = """
 local uv = vim.uv
 local t0 = uv.hrtime()
 vim.cmd("GeminiCompanionStop")
-vim.fn.GeminiCompanionHostInfo()
+local info, err = require("gemini_companion.host").query_info({}, 5000)
+assert(info, err)
 return (uv.hrtime() - t0) / 1e6
 """
 
@@ -445,17 +448,14 @@ def test_stopping_with_a_cli_connected_does_not_hold_neovim(nvim: Nvim) -> None:
         try:
             assert client.connect()["status"] == "connected"
             nvim.wait_state(lambda s: len(s["sessions"]) == 1, 10, "the CLI session")
-            stalls.append(float(nvim.lua(STOP_THEN_SYNC_CALL)))
+            stalls.append(float(nvim.lua(STOP_THEN_QUERY)))
             assert nvim.state()["running"] is False or nvim.wait_state(
                 lambda s: not s["running"], 10, "the companion to stop"
             )
         finally:
             client.close()
         nvim.start()
-    # Before: the host thread joined the server thread, whose graceful shutdown
-    # waited on the CLI's open stream: over a second, every time.
-    assert sorted(stalls)[1] < 16, f"main loop held {stalls} ms by a stop with a CLI connected"
-    assert max(stalls) < 500, stalls
+    assert sorted(stalls)[1] < 300, f"Neovim waited {stalls} ms for a stop with a CLI connected"
 
 
 def test_a_second_start_says_already_running_unless_the_plugin_itself_started_it(
