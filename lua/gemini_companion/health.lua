@@ -255,6 +255,69 @@ local function check_sessions()
   end
 end
 
+--- The agent panel's A2A server: command found, its version, credentials, and,
+--- once connected, the agent it reached (dialect, extension).
+---@param a2a { url?: string, cmd: string[], env: table<string, string> }
+local function check_a2a(a2a)
+  if a2a.url then
+    health.info("connects to the A2A agent at " .. a2a.url)
+  else
+    local path = vim.fn.exepath(a2a.cmd[1])
+    if path == "" then
+      health.warn(string.format("the A2A server command %q is not on PATH", a2a.cmd[1]), {
+        "For the agent panel over A2A: npm install -g @google/gemini-cli-a2a-server,"
+          .. " or set agent.a2a.cmd (or agent.a2a.url)",
+      })
+    else
+      local real = vim.uv.fs_realpath(path) or path
+      local version
+      local package_json = vim.fs.dirname(vim.fs.dirname(real)) .. "/package.json"
+      local ok, decoded = pcall(function()
+        return vim.json.decode(table.concat(vim.fn.readfile(package_json), "\n"))
+      end)
+      if ok and type(decoded) == "table" then
+        version = decoded.version
+      end
+      health.ok(string.format("A2A server %s (%s)", version or "(version unknown)", path))
+    end
+    local has_key = (a2a.env.GEMINI_API_KEY or vim.env.GEMINI_API_KEY or "") ~= ""
+      or (a2a.env.USE_CCPA or vim.env.USE_CCPA or "") ~= ""
+    if has_key then
+      health.ok("credentials for the A2A server are set (GEMINI_API_KEY or USE_CCPA)")
+    else
+      health.warn("the A2A server has no credentials", {
+        "Set GEMINI_API_KEY (or USE_CCPA=true with a Google login) before starting Neovim, or in agent.a2a.env",
+      })
+    end
+  end
+  local state = package.loaded["gemini_companion.agent.state"]
+  local current = state and state.current or { state = "stopped" }
+  if current.state == "stopped" then
+    health.info("the agent is not connected (:GeminiAgent connects)")
+  elseif current.state == "error" then
+    health.warn("the agent: " .. tostring(current.detail), { "The next prompt tries again; see the log file" })
+  else
+    health.ok(
+      string.format(
+        "reached %s %s at %s (%s dialect%s)",
+        tostring(current.agent or "the agent"),
+        tostring(current.agent_version or ""),
+        tostring(current.url or "?"),
+        tostring(current.dialect or "?"),
+        current.extension and (", extension " .. current.extension) or ", no development-tool extension declared"
+      )
+    )
+  end
+end
+
+local function check_agent()
+  local agent = require("gemini_companion.config").get().agent
+  health.info("protocol: " .. agent.protocol .. " (agent.protocol)")
+  if agent.protocol == "a2a" then
+    check_a2a(agent.a2a)
+  end
+end
+
 function M.check()
   health.start("gemini-companion: Neovim")
   if not check_neovim() then
@@ -270,6 +333,8 @@ function M.check()
   check_cli()
   check_tools_extension()
   check_sessions()
+  health.start("gemini-companion: agent panel")
+  check_agent()
 end
 
 return M

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from typing import Any
 
 from gemini_companion.agent.model import (
@@ -86,6 +87,13 @@ class ScriptedTransport(Transport):
             for _ in range(size // len(chunk)):
                 self.events.emit(MessageChunk(chunk))
                 await asyncio.sleep(0)
+        elif text.startswith("ping "):
+            # For bench/agent.py: one chunk every 20 ms, each logged with the moment
+            # it was emitted (CLOCK_MONOTONIC, the clock of vim.uv.hrtime()).
+            for i in range(int(text.split()[1])):
+                self._log(call="ping", n=i, ns=time.monotonic_ns())
+                self.events.emit(MessageChunk(f"ping-{i}\n"))
+                await asyncio.sleep(0.02)
         elif text == "think":
             self.events.emit(ThoughtChunk("Reading the files\nthen more", subject="Planning"))
             self.events.emit(MessageChunk("Thought done."))

@@ -1,0 +1,644 @@
+"""The A2A transport: the Gemini CLI agent over A2A with the ``development-tool``
+extension, through the official ``a2a-sdk``.
+
+Either connects to ``agent.a2a.url`` or starts ``agent.a2a.cmd`` (default the npm
+package ``@google/gemini-cli-a2a-server``) in the workspace, bound to 127.0.0.1
+(``loopback.cjs``: 0.25.2 listens on every interface otherwise), on the port it
+picks, its output in the plugin's log. What client-behaviour.md says about the
+real server shapes this module:
+
+- one HTTP connection kept open for the task's life (the server aborts a task
+  whose connection ends between turns), and no read timeout on streams;
+- a turn ends with ``input-required`` (0.25.2) or ``completed`` (the RFC) and the
+  end of the stream (the SDK drops ``final``);
+- slash commands are REST on 0.25.2 (``GET /listCommands``, ``POST
+  /executeCommand``) and the extension's JSON-RPC methods for an RFC agent
+  (``commands/get``, ``command/execute``), which a2a-sdk does not have;
+- 0.25.2 hangs when an answer carries modified content: the answer goes without
+  it and, once the agent's write succeeded, the user's version is written over it
+  (``_finish_modified_edits``), so the file ends with what the user accepted; the
+  agent is told in the next prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import sys
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import devtool
+from .model import (
+    CommandsUpdate,
+    MessageChunk,
+    Notice,
+    Prompt,
+    SessionUpdate,
+    StatusChange,
+    ThoughtChunk,
+    ToolCallUpdate,
+    ToolOutput,
+    TurnEnd,
+)
+from .transport import EventSink, Transport, TransportError
+
+if TYPE_CHECKING:
+    import httpx
+    from a2a.client import Client
+
+log = logging.getLogger(__name__)
+server_log = logging.getLogger("gemini_companion.agent.a2a.server")
+
+LOOPBACK_PRELOAD = Path(__file__).with_name("loopback.cjs")
+READY = re.compile(r"Agent Server started on https?://[^:/\s]+:(\d+)")
+START_TIMEOUT = 120.0
+CREDENTIALS = ("GEMINI_API_KEY", "USE_CCPA")
+TERMINAL_STATES = {"completed", "failed", "canceled", "rejected"}
+TURN_END_STATES = TERMINAL_STATES | {"input-required", "auth-required"}
+INSTALL_HINT = (
+    "install it (npm install -g @google/gemini-cli-a2a-server), or set agent.a2a.cmd to"
+    " its command, or agent.a2a.url to a running A2A agent"
+)
+
+
+def _die_with_parent() -> Any:
+    """A ``preexec_fn`` that asks Linux to end the server when the thread that
+    started it (the server loop's) ends, even if Neovim is killed; None elsewhere.
+    Looked up before the fork: the child only makes one system call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    return preexec
+
+
+def resolve_command(cmd: list[str], env: Mapping[str, str], cwd: str) -> list[str]:
+    """``cmd`` with its program found on ``PATH``.
+
+    The npm package's bin is a symlink to ``a2a-server.mjs``, which starts only when
+    run under its own file name (0.25.2 compares ``argv[1]`` with it): the symlink
+    is resolved so the server starts whichever way it was installed.
+    """
+    program = shutil.which(cmd[0], path=env.get("PATH")) or (
+        cmd[0] if os.path.isfile(os.path.join(cwd, cmd[0])) else None
+    )
+    if program is None:
+        raise TransportError(f"the A2A server command {cmd[0]!r} was not found: {INSTALL_HINT}")
+    real = os.path.realpath(program)
+    if real.endswith((".mjs", ".js", ".cjs")):
+        program = real
+    return [program, *cmd[1:]]
+
+
+class A2ATransport(Transport):
+    protocol = "a2a"
+
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        self._events: EventSink | None = None
+        self._process: asyncio.subprocess.Process | None = None
+        self._readers: list[asyncio.Task[None]] = []
+        self._watcher: asyncio.Task[None] | None = None
+        self._http: httpx.AsyncClient | None = None
+        self._client: Client | None = None
+        self._base_url = ""
+        self._rpc_url = ""
+        self.dialect = devtool.CODER_AGENT
+        self.task_id = ""
+        self.context_id = ""
+        self.state = ""
+        self._connected = False
+        self._stopping = False
+        self._output_tail: deque[str] = deque(maxlen=20)
+        self._modified: dict[str, tuple[str, str]] = {}  # call id -> (path, user's text)
+        self._notes: list[str] = []  # for the agent, with the next prompt
+        self._calls: dict[str, Any] = {}
+        self.server_version = ""
+        self.extension_uri = ""
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    @property
+    def events(self) -> EventSink:
+        assert self._events is not None
+        return self._events
+
+    def _options(self) -> Mapping[str, Any]:
+        return self.context.options
+
+    async def start(self, events: EventSink) -> None:
+        import httpx
+
+        self._events = events
+        self._stopping = False
+        url = self._options().get("url")
+        self._calls.clear()
+        self._modified.clear()
+        if url:
+            self._base_url = str(url).rstrip("/")
+        else:
+            # A new server knows no task: the conversation starts again.
+            self.task_id = self.context_id = self.state = ""
+            self._base_url = await self._start_server()
+        # One connection for the task's life: no keep-alive expiry; no read
+        # timeout (streams are quiet while the model thinks or a tool runs).
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(30.0, read=None),
+            limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=None),
+        )
+        try:
+            await self._connect()
+        except Exception:
+            await self.stop()
+            raise
+        self._connected = True
+
+    async def _connect(self) -> None:
+        from a2a.client import ClientConfig, ClientFactory
+        from a2a.client.card_resolver import A2ACardResolver
+
+        assert self._http is not None
+        try:
+            card = await A2ACardResolver(self._http, self._base_url).get_agent_card()
+        except Exception as exc:
+            raise TransportError(
+                f"no A2A agent card at {self._base_url}/.well-known/agent-card.json: {exc}"
+            ) from exc
+        uris = [ext.uri for ext in card.capabilities.extensions]
+        try:
+            self.dialect = devtool.check_extension(uris)
+        except devtool.IncompatibleAgentError as exc:
+            raise TransportError(f"incompatible agent: {exc}") from exc
+        self.extension_uri = next(
+            (u for u in uris if any(m in u for m in devtool.EXTENSION_MARKERS)), ""
+        )
+        self.server_version = card.version
+        # The card names the server as "localhost"; stay on the address we know.
+        for interface in card.supported_interfaces:
+            if interface.url.startswith(("http://localhost", "http://127.0.0.1")) or not (
+                self._options().get("url")
+            ):
+                interface.url = self._base_url + "/"
+        self._rpc_url = (
+            card.supported_interfaces[0].url if card.supported_interfaces else self._base_url
+        )
+        factory = ClientFactory(ClientConfig(httpx_client=self._http, streaming=True))
+        self._client = factory.create(card)
+        self.events.emit(
+            SessionUpdate(
+                {
+                    "dialect": self.dialect,
+                    "agent": card.name,
+                    "agent_version": card.version,
+                    "url": self._base_url,
+                    "extension": self.extension_uri or None,
+                    "pid": self._process.pid if self._process else None,
+                }
+            )
+        )
+        await self._load_commands()
+        if self.task_id:
+            await self._restore_task()
+
+    async def _restore_task(self) -> None:
+        """Reconnected to an agent that may still hold the task: ``tasks/get`` tells
+        whether it is alive; if so, follow-ups stay on it, else a new one starts."""
+        from a2a.types import a2a_pb2
+        from google.protobuf import json_format  # type: ignore[import-untyped]
+
+        assert self._client is not None
+        try:
+            task = await self._client.get_task(a2a_pb2.GetTaskRequest(id=self.task_id))
+        except Exception as exc:
+            log.info("task %s is gone: %s", self.task_id, exc)
+            self.task_id = self.state = ""
+            self.events.emit(SessionUpdate({"task_id": None}))
+            return
+        update = devtool.from_sdk({"task": json_format.MessageToDict(task)})
+        self.state = update.state
+        if update.state in TERMINAL_STATES:
+            self.task_id = ""
+            self.events.emit(SessionUpdate({"task_id": None}))
+            return
+        self.events.emit(Notice(f"Reconnected: task {self.task_id} is {update.state}.", "info"))
+
+    async def _start_server(self) -> str:
+        env = {**self.context.env, **dict(self._options().get("env") or {})}
+        if not any(env.get(name) for name in CREDENTIALS):
+            raise TransportError(
+                "the A2A server needs credentials: set GEMINI_API_KEY (a Gemini API key),"
+                " or USE_CCPA=true with a Google login and GOOGLE_CLOUD_PROJECT, in the"
+                " environment Neovim starts with (or in agent.a2a.env)"
+            )
+        cmd = [str(c) for c in (self._options().get("cmd") or ["gemini-cli-a2a-server"])]
+        workspace = self.context.workspace
+        argv = resolve_command(cmd, env, workspace)
+        env.pop("CODER_AGENT_PORT", None)  # unset: the server picks a free port
+        preload = f"--require {LOOPBACK_PRELOAD}"
+        env["NODE_OPTIONS"] = f"{env.get('NODE_OPTIONS', '')} {preload}".strip()
+        env.setdefault("CODER_AGENT_WORKSPACE_PATH", workspace)
+        # Its checkpoints are commits in a shadow repository: they need an identity.
+        env.setdefault("GIT_AUTHOR_NAME", "Gemini agent")
+        env.setdefault("GIT_AUTHOR_EMAIL", "gemini-agent@localhost")
+        env.setdefault("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
+        env.setdefault("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
+        log.info("starting the A2A server: %s in %s", argv, workspace)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=workspace,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=_die_with_parent(),
+            )
+        except OSError as exc:
+            raise TransportError(f"could not start {argv[0]}: {exc}: {INSTALL_HINT}") from exc
+        self._process = process
+        loop = asyncio.get_running_loop()
+        port: asyncio.Future[int] = loop.create_future()
+        assert process.stdout is not None and process.stderr is not None
+        self._readers = [
+            loop.create_task(self._read_output(process.stdout, port)),
+            loop.create_task(self._read_output(process.stderr, port)),
+        ]
+        try:
+            number = await asyncio.wait_for(self._wait_port(process, port), START_TIMEOUT)
+        except asyncio.TimeoutError:
+            await self._kill()
+            raise TransportError(
+                f"the A2A server did not start within {START_TIMEOUT:.0f} s"
+                f" (see the log file){self._tail()}"
+            ) from None
+        self._watcher = loop.create_task(self._watch(process))
+        log.info("the A2A server (pid %d) listens on 127.0.0.1:%d", process.pid, number)
+        return f"http://127.0.0.1:{number}"
+
+    async def _wait_port(
+        self, process: asyncio.subprocess.Process, port: asyncio.Future[int]
+    ) -> int:
+        exited = asyncio.ensure_future(process.wait())
+        done, _ = await asyncio.wait({port, exited}, return_when=asyncio.FIRST_COMPLETED)
+        if port in done:
+            exited.cancel()
+            return port.result()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+        raise TransportError(
+            f"the A2A server exited at start (code {process.returncode}){self._tail()}"
+        )
+
+    def _tail(self) -> str:
+        lines = [line for line in self._output_tail if line.strip()][-5:]
+        return (":\n" + "\n".join(lines)) if lines else ""
+
+    async def _read_output(self, stream: asyncio.StreamReader, port: asyncio.Future[int]) -> None:
+        while True:
+            try:
+                raw = await stream.readline()
+            except ValueError:  # a line longer than the buffer: skip it
+                continue
+            if not raw:
+                return
+            line = raw.decode("utf-8", "replace").rstrip()
+            self._output_tail.append(line)
+            server_log.info("%s", line)
+            match = READY.search(line)
+            if match and not port.done():
+                port.set_result(int(match.group(1)))
+
+    async def _watch(self, process: asyncio.subprocess.Process) -> None:
+        code = await process.wait()
+        if self._stopping:
+            return
+        self._connected = False
+        log.error("the A2A server exited with code %s", code)
+        self.events.emit(
+            StatusChange(
+                "error",
+                f"the A2A server stopped (exit code {code}); the next prompt starts it"
+                f" again{self._tail()}",
+            )
+        )
+        await self._close_http()
+
+    async def _kill(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), 3)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+
+    async def _close_http(self) -> None:
+        client, self._client = self._client, None
+        http, self._http = self._http, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+        if http is not None:
+            with contextlib.suppress(Exception):
+                await http.aclose()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._connected = False
+        await self._close_http()
+        await self._kill()
+        for task in [*self._readers, *([self._watcher] if self._watcher else [])]:
+            task.cancel()
+        self._readers = []
+        self._watcher = None
+        self.task_id = self.context_id = ""
+
+    def health(self) -> Mapping[str, Any]:
+        return {
+            "url": self._base_url,
+            "dialect": self.dialect,
+            "version": self.server_version,
+            "extension": self.extension_uri,
+        }
+
+    # -- messages ---------------------------------------------------------------------
+
+    def _message(self, parts: list[Any], first: bool) -> Any:
+        from a2a.types import a2a_pb2
+        from google.protobuf import json_format
+
+        message = a2a_pb2.Message(message_id=str(uuid.uuid4()), role=a2a_pb2.Role.ROLE_USER)
+        if self.task_id:
+            message.task_id = self.task_id
+        if self.context_id:
+            message.context_id = self.context_id
+        for part in parts:
+            if isinstance(part, str):
+                message.parts.add(text=part)
+            else:
+                json_format.ParseDict({"data": part}, message.parts.add())
+        if first:
+            json_format.ParseDict(
+                devtool.agent_settings(self.dialect, self.context.workspace), message.metadata
+            )
+        return message
+
+    async def _send(self, parts: list[Any]) -> None:
+        """Send a message on the task and stream its events until the turn ends."""
+        from a2a.types import a2a_pb2
+
+        client = self._client
+        if client is None:
+            raise TransportError("not connected to the A2A agent")
+        first = not self.task_id
+        request = a2a_pb2.SendMessageRequest(message=self._message(parts, first))
+        await self._consume(client.send_message(request))
+
+    async def _consume(self, stream: AsyncIterator[Any]) -> None:
+        from google.protobuf import json_format
+
+        try:
+            async for event in stream:
+                self._handle(devtool.from_sdk(json_format.MessageToDict(event)))
+        except (asyncio.CancelledError, TransportError):
+            raise
+        except Exception as exc:
+            if self._stopping:
+                return
+            process = self._process
+            if process is not None and process.returncode is not None:
+                return  # the watcher says why
+            log.exception("the A2A stream failed")
+            self._connected = False
+            await self._close_http()
+            raise TransportError(
+                f"the connection to the A2A agent dropped ({exc}); the next prompt reconnects"
+            ) from exc
+
+    def _handle(self, update: devtool.Update) -> None:
+        events = self.events
+        if update.task_id and update.task_id != self.task_id:
+            self.task_id = update.task_id
+            events.emit(SessionUpdate({"task_id": update.task_id}))
+        if update.context_id and update.context_id != self.context_id:
+            self.context_id = update.context_id
+            events.emit(SessionUpdate({"context_id": update.context_id}))
+        if update.kind == "artifact":
+            match = re.match(r"tool-(.+)-output$", update.artifact_id)
+            if match:
+                events.emit(ToolOutput(match.group(1), "".join(update.texts), update.append))
+            return
+        dialect, kind = update.event_kind()
+        if dialect and dialect != self.dialect:
+            self.dialect = dialect
+            events.emit(SessionUpdate({"dialect": dialect}))
+        error = update.error()
+        if error:
+            events.emit(Notice(error, "error"))
+        if kind in ("tool-call-update", "tool-call-confirmation") or (not kind and update.data):
+            for data in update.data:
+                if isinstance(data, Mapping):
+                    call = devtool.tool_call(self.dialect, data)
+                    if call is not None:
+                        self._calls[call.id] = call
+                        events.emit(ToolCallUpdate(call))
+                        if call.status == "succeeded" and call.id in self._modified:
+                            self._finish_modified_edit(call.id)
+            if kind:
+                return
+        if kind == "thought":
+            for data in update.data:
+                if isinstance(data, Mapping):
+                    events.emit(
+                        ThoughtChunk(
+                            str(data.get("description") or ""), str(data.get("subject") or "")
+                        )
+                    )
+            return
+        if kind in ("text-content", "") or update.kind == "message":
+            for text in update.texts:
+                events.emit(MessageChunk(text))
+        elif kind == "citation":
+            for text in update.texts:
+                events.emit(Notice(text, "info"))
+        if update.state:
+            self.state = update.state
+            if update.state == "failed" and update.texts and kind == "state-change":
+                events.emit(Notice(" ".join(update.texts), "error"))
+            if (
+                update.state in TURN_END_STATES
+                and kind in ("state-change", "")
+                and not any(
+                    c.confirmation is not None and c.status == "pending"
+                    for c in self._calls.values()
+                )
+            ):
+                events.emit(TurnEnd(update.state))
+            elif update.state == "working":
+                events.emit(StatusChange("working"))
+
+    def _finish_modified_edit(self, call_id: str) -> None:
+        path, text = self._modified.pop(call_id)
+        try:
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+        except OSError as exc:
+            self.events.emit(Notice(f"could not write your version of {path}: {exc}", "error"))
+            return
+        self.events.emit(
+            Notice(
+                f"Wrote your edited version of {path} (the A2A server 0.25.2 cannot take"
+                " modified content: it wrote its proposal, then the plugin wrote yours).",
+                "info",
+            )
+        )
+        self._notes.append(
+            f"[The user edited your proposed change to {path} before accepting it; the file"
+            " now holds the user's version. Read it again before changing it.]"
+        )
+        self.context.editor.agent_draw([{"op": "checktime"}])
+
+    # -- the transport's interface -------------------------------------------------------
+
+    async def prompt(self, prompt: Prompt) -> None:
+        text = prompt.text
+        mentions = [ref.mention() for ref in prompt.references]
+        if mentions:
+            text = " ".join(mentions) + "\n" + text
+        if self._notes:
+            text = "\n".join(self._notes) + "\n" + text
+            self._notes = []
+        if self.state in TERMINAL_STATES:
+            self.task_id = ""  # a finished task takes no more messages: a new one, same context
+        await self._send([text])
+
+    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+        send = new_content
+        if new_content is not None and self.dialect == devtool.CODER_AGENT:
+            call = self._calls.get(call_id)
+            conf = call.confirmation if call is not None else None
+            if conf is not None and conf.file_path:
+                self._modified[call_id] = (conf.file_path, new_content)
+            send = None
+        await self._send([devtool.confirmation_answer(self.dialect, call_id, option_id, send)])
+
+    async def cancel(self) -> None:
+        from a2a.types import a2a_pb2
+
+        client = self._client
+        if client is None or not self.task_id:
+            return
+        try:
+            await client.cancel_task(a2a_pb2.CancelTaskRequest(id=self.task_id))
+        except Exception as exc:
+            log.info("cancel_task: %s", exc)
+
+    # -- slash commands -----------------------------------------------------------------
+
+    async def _rpc(self, method: str, params: Mapping[str, Any]) -> Any:
+        """One JSON-RPC call of the extension's own methods (not in a2a-sdk)."""
+        assert self._http is not None
+        body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+        response = await self._http.post(self._rpc_url, json=body)
+        payload = response.json()
+        if "error" in payload:
+            raise TransportError(f"{method}: {payload['error'].get('message', payload['error'])}")
+        return payload.get("result")
+
+    async def _load_commands(self) -> None:
+        assert self._http is not None
+        try:
+            if self.dialect == devtool.RFC:
+                result = await self._rpc("commands/get", {})
+                raw = devtool.get(result, "commands")
+            else:
+                response = await self._http.get(f"{self._base_url}/listCommands")
+                response.raise_for_status()
+                raw = response.json().get("commands")
+        except Exception as exc:
+            log.warning("listing the agent's slash commands failed: %s", exc)
+            return
+        self.events.emit(CommandsUpdate(devtool.slash_commands(raw)))
+
+    async def run_command(self, name: str, args: str) -> None:
+        if self.dialect == devtool.RFC:
+            await self._run_rfc_command(name, args)
+        else:
+            await self._run_rest_command(name, args)
+
+    async def _run_rfc_command(self, name: str, args: str) -> None:
+        from a2a.types import a2a_pb2
+
+        result = await self._rpc("command/execute", {"command_path": name.split(), "args": args})
+        status = str(devtool.get(result, "status") or "")
+        message = devtool.get(result, "message")
+        if "FAILED" in status.upper():
+            raise TransportError(f"/{name}: {message or 'failed to start'}")
+        if message:
+            self.events.emit(MessageChunk(str(message)))
+        execution = devtool.get(result, "execution_id")
+        if execution and self._client is not None:
+            stream = self._client.subscribe(a2a_pb2.SubscribeToTaskRequest(id=str(execution)))
+            await self._consume(stream)
+        self.events.emit(TurnEnd())
+
+    async def _run_rest_command(self, name: str, args: str) -> None:
+        assert self._http is not None
+        body = {"command": name, "args": args.split() if args else []}
+        async with self._http.stream("POST", f"{self._base_url}/executeCommand", json=body) as r:
+            if r.headers.get("content-type", "").startswith("text/event-stream"):
+                async for line in r.aiter_lines():
+                    if line.startswith("data:"):
+                        payload = json.loads(line[5:].strip())
+                        result = payload.get("result")
+                        if isinstance(result, Mapping):
+                            self._handle(devtool.from_v03(result))
+                self.events.emit(TurnEnd())
+                return
+            raw = await r.aread()
+        try:
+            payload = json.loads(raw or b"{}")
+        except ValueError:
+            payload = {"error": raw.decode("utf-8", "replace")}
+        if r.status_code >= 400 or (isinstance(payload, Mapping) and "error" in payload):
+            error = payload.get("error") if isinstance(payload, Mapping) else payload
+            raise TransportError(f"/{name}: {error}")
+        self.events.emit(MessageChunk(_command_output(payload)))
+        self.events.emit(TurnEnd())
+
+
+def _command_output(payload: Any) -> str:
+    if isinstance(payload, Mapping):
+        data = payload.get("data")
+        if isinstance(data, str):
+            return data
+        if data is not None:
+            return json.dumps(data, ensure_ascii=False, indent=2)
+    return json.dumps(payload, ensure_ascii=False, indent=2)
