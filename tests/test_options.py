@@ -16,7 +16,13 @@ TYPES = (ROOT / "lua" / "gemini_companion" / "types.lua").read_text()
 DOC = (ROOT / "doc" / "gemini-companion.txt").read_text()
 
 # Options whose value is a free-form map or list: their keys are the user's, not options.
-OPEN_ENDED = {"terminal.args", "terminal.env", "diff.allowed_dirs"}
+OPEN_ENDED = {
+    "terminal.args",
+    "terminal.env",
+    "diff.allowed_dirs",
+    "agent.a2a.env",
+    "agent.acp.env",
+}
 
 # Every option as a dotted path, from config.defaults (tables are walked, lists
 # and the open-ended maps are leaves).

@@ -259,15 +259,22 @@ end
 --- once connected, the agent it reached (dialect, extension).
 ---@param a2a { url?: string, cmd: string[], env: table<string, string> }
 local function check_a2a(a2a)
+  -- Problems are warnings only once the panel is in use: IDE-mode users need none of it.
+  local state = package.loaded["gemini_companion.agent.state"]
+  local current = state and state.current or { state = "stopped" }
+  local problem = current.state == "stopped" and health.info or health.warn
   if a2a.url then
     health.info("connects to the A2A agent at " .. a2a.url)
   else
     local path = vim.fn.exepath(a2a.cmd[1])
     if path == "" then
-      health.warn(string.format("the A2A server command %q is not on PATH", a2a.cmd[1]), {
-        "For the agent panel over A2A: npm install -g @google/gemini-cli-a2a-server,"
-          .. " or set agent.a2a.cmd (or agent.a2a.url)",
-      })
+      problem(
+        string.format(
+          "the A2A server command %q is not on PATH (for the agent panel over A2A:"
+            .. " npm install -g @google/gemini-cli-a2a-server, or set agent.a2a.cmd or agent.a2a.url)",
+          a2a.cmd[1]
+        )
+      )
     else
       local real = vim.uv.fs_realpath(path) or path
       local version
@@ -285,13 +292,12 @@ local function check_a2a(a2a)
     if has_key then
       health.ok("credentials for the A2A server are set (GEMINI_API_KEY or USE_CCPA)")
     else
-      health.warn("the A2A server has no credentials", {
-        "Set GEMINI_API_KEY (or USE_CCPA=true with a Google login) before starting Neovim, or in agent.a2a.env",
-      })
+      problem(
+        "the A2A server has no credentials: set GEMINI_API_KEY (or USE_CCPA=true with a Google login)"
+          .. " before starting Neovim, or in agent.a2a.env"
+      )
     end
   end
-  local state = package.loaded["gemini_companion.agent.state"]
-  local current = state and state.current or { state = "stopped" }
   if current.state == "stopped" then
     health.info("the agent is not connected (:GeminiAgent connects)")
   elseif current.state == "error" then
