@@ -4,6 +4,7 @@ user would, and checks what the user and the other clients observe."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -638,3 +639,34 @@ def test_failed_diffs_leave_no_buffers_behind(nvim: Nvim, conn: SyncMcpConnectio
         refused(conn.call_tool("openDiff", {"filePath": str(target), "newContent": "x"}), "tab")
     assert ui_snapshot(nvim) == before
     assert nvim.lua("return #require('gemini_companion.diff').views()") == 0
+
+
+def test_big_bodies_take_turns_and_small_ones_never_wait() -> None:
+    from gemini_companion.security import BodyBudget
+
+    async def scenario() -> list[str]:
+        budget = BodyBudget(100)
+        order: list[str] = []
+        first_in = asyncio.Event()
+        release = asyncio.Event()
+
+        async def big(name: str, size: int) -> None:
+            async with budget.hold(size):
+                order.append(f"{name} in")
+                first_in.set()
+                await release.wait()
+                order.append(f"{name} out")
+
+        first = asyncio.create_task(big("a", 80))
+        await first_in.wait()
+        second = asyncio.create_task(big("b", 80))  # would pass the limit: waits
+        small = asyncio.create_task(big("c", 20))  # fits beside the first
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert order == ["a in", "c in"]
+        release.set()
+        await asyncio.gather(first, second, small)
+        return order
+
+    order = asyncio.run(scenario())
+    assert order.index("b in") > order.index("a out")

@@ -8,9 +8,11 @@ the order of the checks below, so an unauthenticated peer learns nothing else.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
 Scope = MutableMapping[str, Any]
@@ -21,6 +23,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MCP_PATH = "/mcp"
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+# Bodies from this size on take turns (see BodyBudget); smaller ones never wait.
+BIG_BODY_BYTES = 1024 * 1024
 
 
 async def send_error(send: Send, status: int, message: str) -> None:
@@ -59,6 +63,7 @@ class RequestGuard:
         self._expected_auth = f"Bearer {token}".encode()
         self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
         self._max = max_body_bytes
+        self._budget = BodyBudget(max_body_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,44 +94,38 @@ class RequestGuard:
             if too_large:
                 await send_error(send, 413, "Request body too large")
                 return
-        if scope["method"] != "POST":
+        if scope["method"] != "POST" or (length is not None and int(length) < BIG_BODY_BYTES):
             await self._app(scope, receive, send)
             return
-        body = await self._read_body(receive)
-        if body is None:
-            await send_error(send, 413, "Request body too large")
-            return
-        await self._app(scope, _replay(body, receive), send)
-
-    async def _read_body(self, receive: Receive) -> bytes | None:
-        """The whole request body, or None once it passes the limit.
-
-        Reading it here (JSON-RPC bodies are single messages) gives a clean 413 for
-        chunked bodies too, before the transport has seen anything.
-        """
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return b"".join(chunks)
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self._max:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        # The body passes through unread: the SDK's transport reads it once, and
+        # answers 413 to a chunked body past the limit. Big bodies take turns, so a
+        # few at once cannot multiply the host's memory.
+        size = int(length) if length is not None else self._max
+        async with self._budget.hold(size):
+            await self._app(scope, receive, send)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
+class BodyBudget:
+    """Bytes of big request bodies being handled at once; past ``limit`` the next
+    big request waits for one to finish (one always runs)."""
 
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._used = 0
+        self._changed: asyncio.Condition | None = None
 
-    return replay
+    @contextlib.asynccontextmanager
+    async def hold(self, size: int) -> AsyncIterator[None]:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        changed = self._changed
+        size = min(size, self._limit)
+        async with changed:
+            await changed.wait_for(lambda: self._used == 0 or self._used + size <= self._limit)
+            self._used += size
+        try:
+            yield
+        finally:
+            async with changed:
+                self._used -= size
+                changed.notify_all()
