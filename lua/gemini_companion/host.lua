@@ -42,9 +42,26 @@ local expected_exit = false
 --- Once pynvim's loop ends (Neovim quits), `host_exited()` ends the companion and
 --- the process at once: the interpreter's own teardown takes over a second with the
 --- server's packages loaded, and `:qa` waits for this process to exit.
+---
+--- Started to run the companion, it first listens and writes the discovery file
+--- (early.py), before pynvim and the package's `__init__` load: the package's
+--- module is made without running its `__init__`, `early` is imported from it,
+--- then `__init__` runs, and pynvim's host finds the package already imported.
 local HOST_MAIN = table.concat({
   "import sys",
   "sys.path[:] = [p for p in sys.path if p]",
+  "if len(sys.argv) > 2:",
+  "    import importlib.util as iu",
+  "    d = sys.argv[1]",
+  "    spec = iu.spec_from_file_location('gemini_companion', d + '/__init__.py'," .. " submodule_search_locations=[d])",
+  "    pkg = sys.modules['gemini_companion'] = iu.module_from_spec(spec)",
+  "    early = __import__('gemini_companion.early').early",
+  "    early.listen(sys.argv[2])",
+  "    try:",
+  "        spec.loader.exec_module(pkg)",
+  "    except BaseException:",
+  "        early.discard()",
+  "        raise",
   "import pynvim",
   "try:",
   "    pynvim.start_host()",
@@ -99,9 +116,11 @@ local function on_exit(_, code)
 end
 
 --- Start the Python host if it is not running. Never waits for it.
+---@param early? { nvim_pid: integer, workspace_dirs: string[] } given when the host
+---  starts to run the companion: it listens and publishes before loading the rest
 ---@return integer? channel
 ---@return string? error
-function M.ensure()
+function M.ensure(early)
   if M.channel then
     return M.channel
   end
@@ -125,7 +144,12 @@ function M.ensure()
       expected_exit = true
     end,
   })
-  local ok, channel = pcall(vim.fn.jobstart, { prog, "-c", HOST_MAIN, dir }, {
+  local cmd = { prog, "-c", HOST_MAIN, dir }
+  if early then
+    -- Not a directory nor a .py file: pynvim's host does not take it for a plugin.
+    cmd[#cmd + 1] = vim.json.encode(early)
+  end
+  local ok, channel = pcall(vim.fn.jobstart, cmd, {
     rpc = true,
     on_stderr = keep_stderr,
     on_exit = on_exit,

@@ -99,15 +99,16 @@ function M.start(opts)
   end
   local config = require("gemini_companion.config").get()
   local host = require("gemini_companion.host")
-  local channel, err = host.ensure()
+  local pid, dirs = vim.fn.getpid(), M.workspace_dirs()
+  local channel, err = host.ensure({ nvim_pid = pid, workspace_dirs = dirs })
   if not channel then
     vim.notify("Gemini companion: " .. err, vim.log.levels.ERROR, { title = "Gemini companion" })
     return
   end
   create_autocmds()
   host.start({
-    nvim_pid = vim.fn.getpid(),
-    workspace_dirs = M.workspace_dirs(),
+    nvim_pid = pid,
+    workspace_dirs = dirs,
     log_file = require("gemini_companion.config").log_file(),
     log_level = config.log_level,
     keep_alive_seconds = config.keep_alive_seconds,

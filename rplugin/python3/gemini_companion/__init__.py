@@ -101,6 +101,9 @@ class GeminiCompanionPlugin:
         except ImportError as exc:
             missing = [exc.name or str(exc), *missing]
         if missing:
+            from .early import discard
+
+            discard()  # nothing will serve the early socket: its file must go
             self._cannot_start(missing)
             return
         try:
@@ -185,6 +188,9 @@ def host_exited(error: BaseException | None = None) -> None:
     loop; pynvim ends it with an exception on SIGTERM, the usual way out."""
     code = 0
     try:
+        early = sys.modules.get(f"{__name__}.early")
+        if early is not None:
+            early.discard()  # published early, never served
         for plugin in _plugins:
             companion = plugin._existing()
             if companion is not None and companion.running:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +30,8 @@ from .discovery import (
     remove_stale_files,
     workspace_path_value,
 )
+from .early import new_token
+from .early import take as take_early
 from .editor import ERROR, INFO, WARN, Editor
 from .server import CompanionServer, ServerOptions
 from .tools import IDE_PATH, TOOLS_PATH
@@ -148,8 +149,14 @@ class ServerRun:
         self._allowed_dirs = list(options.allowed_dirs)
         self._workspace_path = workspace_path = workspace_path_value(self._workspace_dirs)
         self._env = env
-        token = secrets.token_urlsafe(32)  # 256 bits
         directory = discovery_dir(env)
+        # Listening and published already when the host's start command did it
+        # (early.py): adopt its socket, token and file.
+        early = take_early(options.nvim_pid)
+        if early is not None and early.discovery.directory != directory:
+            early.discard()
+            early = None
+        token = early.token if early is not None else new_token()
         server_options = ServerOptions(token=token, keep_alive_seconds=options.keep_alive_seconds)
         if options.max_body_bytes:
             server_options.max_body_bytes = options.max_body_bytes
@@ -160,16 +167,22 @@ class ServerRun:
             self.tools = NeovimTools(editor, lambda: self._workspace_dirs)
             endpoints[TOOLS_PATH] = self.tools.registry()
         try:
-            self.server = CompanionServer(server_options, endpoints, listener=self)
+            self.server = CompanionServer(
+                server_options,
+                endpoints,
+                listener=self,
+                sock=early.sock if early is not None else None,
+            )
         except OSError as exc:
             raise StartError(f"could not listen on 127.0.0.1: {exc}") from exc
         self._token = token
         self._discovery = DiscoveryFile(directory, options.nvim_pid, self.server.port, token)
         try:
-            removed = remove_stale_files(directory, options.nvim_pid)
+            removed = remove_stale_files(directory, options.nvim_pid, keep=self._discovery.path)
             if removed:
                 log.info("removed stale discovery files: %s", removed)
-            self._discovery.write(workspace_path)
+            if early is None or early.workspace_path != workspace_path:
+                self._discovery.write(workspace_path)
         except (OSError, DiscoveryError) as exc:
             self.server.discard()
             raise StartError(f"could not write the discovery file in {directory}: {exc}") from exc
@@ -183,7 +196,12 @@ class ServerRun:
         )
         self._close_lock = threading.Lock()
         self.closed = threading.Event()
-        log.info("listening on 127.0.0.1:%d, discovery file %s", server.port, self._discovery.path)
+        log.info(
+            "listening on 127.0.0.1:%d, discovery file %s%s",
+            server.port,
+            self._discovery.path,
+            " (both made as the host started)" if early is not None else "",
+        )
 
     def start(self) -> None:
         """Publish the running state and start the server thread (host thread)."""

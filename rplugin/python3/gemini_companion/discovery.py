@@ -16,10 +16,9 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 IDE_NAME = "neovim"
 IDE_DISPLAY_NAME = "Neovim"
@@ -129,9 +128,11 @@ def ensure_discovery_dir(directory: Path) -> None:
     _prepare_dir(directory, mode)
 
 
-@dataclass(frozen=True)
-class DiscoveryFile:
-    """One server's discovery file: ``gemini-ide-server-<pid>-<port>.json``."""
+class DiscoveryFile(NamedTuple):
+    """One server's discovery file: ``gemini-ide-server-<pid>-<port>.json``.
+
+    (A NamedTuple, not a dataclass: this module is imported before the discovery
+    file is written at start (early.py), and ``dataclasses`` costs milliseconds.)"""
 
     directory: Path
     pid: int
@@ -154,11 +155,11 @@ class DiscoveryFile:
         """Write (or rewrite) the file atomically: a private temporary file, then rename.
 
         ``rename`` replaces a symlink planted at the target instead of following it,
-        and ``mkstemp`` creates the temporary file with ``O_EXCL`` and mode 0600.
+        and the temporary file is created with ``O_EXCL`` and mode 0600.
         """
         ensure_discovery_dir(self.directory)
         data = json.dumps(self.content(workspace_path)).encode()
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".gemini-ide-server-", suffix=".tmp")
+        fd, tmp = _private_temp_file(self.directory)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
@@ -174,12 +175,26 @@ class DiscoveryFile:
             os.unlink(self.path)
 
 
-def remove_stale_files(directory: Path, own_pid: int) -> list[Path]:
+def _private_temp_file(directory: Path) -> tuple[int, str]:
+    """A new file in ``directory`` with a random name, mode 0600, opened for writing
+    (``tempfile.mkstemp``'s guarantees without importing ``tempfile``: see above)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        path = os.path.join(directory, f".gemini-ide-server-{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", str(directory))
+
+
+def remove_stale_files(directory: Path, own_pid: int, keep: Path | None = None) -> list[Path]:
     """Remove discovery files of Neovim processes that no longer run.
 
     Only files owned by this user, written by this plugin (``ideInfo.name`` is
     ``neovim``) and naming a dead PID (or this very PID, left by a server of ours
-    that did not stop cleanly) are removed: another IDE's file is never touched.
+    that did not stop cleanly) are removed: another IDE's file is never touched,
+    nor ``keep`` (the current server's own, written before this runs).
     """
     removed: list[Path] = []
     try:
@@ -189,7 +204,7 @@ def remove_stale_files(directory: Path, own_pid: int) -> list[Path]:
     uid = os.getuid()
     for entry in entries:
         match = _FILE_RE.match(entry.name)
-        if match is None:
+        if match is None or (keep is not None and entry.path == str(keep)):
             continue
         try:
             st = entry.stat(follow_symlinks=False)

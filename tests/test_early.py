@@ -1,0 +1,92 @@
+"""Issue 10: the socket and discovery file published before the host loads the rest
+(early.py), and the companion adopting them."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gemini_companion import early
+from harness import Nvim, wait_for
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    yield tmp_path / "gemini" / "ide"
+    early.discard()
+
+
+def options(pid: int = 4242, dirs: list[str] | None = None) -> str:
+    return json.dumps({"nvim_pid": pid, "workspace_dirs": dirs or ["/"]})
+
+
+def test_listen_publishes_a_private_file_naming_a_listening_port(tmpdir_env: Path) -> None:
+    early.listen(options(dirs=["/tmp", "/"]))
+    files = list(tmpdir_env.glob("gemini-ide-server-4242-*.json"))
+    assert len(files) == 1, files
+    assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
+    content = json.loads(files[0].read_text())
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}", content["authToken"]), content
+    assert content["workspacePath"] == "/tmp:/"
+    assert files[0].name == f"gemini-ide-server-4242-{content['port']}.json"
+    # The socket listens: a connection is accepted into the backlog at once.
+    with socket.create_connection(("127.0.0.1", content["port"]), timeout=2):
+        pass
+    assert list(tmpdir_env.glob(".gemini-ide-server-*")) == [], "no temporary file left"
+
+
+def test_the_companion_takes_it_once_and_only_for_its_own_neovim(tmpdir_env: Path) -> None:
+    early.listen(options(pid=4242))
+    taken = early.take(4242)
+    assert taken is not None
+    assert early.take(4242) is None, "handed over once"
+    taken.discard()
+
+    early.listen(options(pid=4242))
+    assert early.take(1) is None, "another Neovim's listener is not adopted"
+    assert list(tmpdir_env.glob("*.json")) == [], "and its file is gone"
+
+
+def test_discard_closes_the_socket_and_removes_the_file(tmpdir_env: Path) -> None:
+    early.listen(options())
+    [file] = tmpdir_env.glob("*.json")
+    port = json.loads(file.read_text())["port"]
+    early.discard()
+    assert not file.exists()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+@pytest.mark.parametrize("raw", ["", "{", '{"nvim_pid": "x"}', '{"workspace_dirs": []}'])
+def test_bad_options_leave_nothing(tmpdir_env: Path, raw: str) -> None:
+    early.listen(raw)
+    assert early.take(4242) is None
+    assert not tmpdir_env.exists() or list(tmpdir_env.iterdir()) == []
+
+
+def test_a_started_companion_serves_the_socket_published_as_its_host_started(
+    nvim: Nvim,
+) -> None:
+    state = nvim.wait_running()
+    log = nvim.sandbox.log_file.read_text()
+    assert f"listening on 127.0.0.1:{state['port']}" in log, log
+    assert "(both made as the host started)" in log, log
+    content = json.loads(Path(state["discovery_file"]).read_text())
+    assert content["port"] == state["port"]
+    assert content["authToken"] == state["env"]["GEMINI_CLI_IDE_AUTH_TOKEN"]
+
+
+def test_the_warm_up_session_leaves_no_trace(nvim: Nvim) -> None:
+    # server.py runs one throwaway MCP session through the app as it starts, so the
+    # first CLI does not pay the SDK's lazy set-up; nobody may see that session.
+    wait_for(lambda: "server warmed up in" in nvim.sandbox.log_file.read_text(), 10, "the warm-up")
+    log = nvim.sandbox.log_file.read_text()
+    assert "warming the server up failed" not in log, log
+    assert "CLI session" not in log, log
+    assert nvim.state()["sessions"] == []
