@@ -252,6 +252,12 @@ def test_cancel_mid_answer_then_a_killed_server_restarts_on_the_next_prompt(
     nvim.api.command("GeminiAgent are you there")
     wait_transcript(nvim, "Back again.", START)
 
+    # :GeminiAgentStop stops the server the plugin started.
+    restarted = wait_agent(nvim, "the new pid", lambda s: bool(s.get("pid")) and s["pid"] != pid)
+    nvim.api.command("GeminiAgentStop")
+    wait_for(lambda: not alive(restarted["pid"]), 30, "the A2A server to stop")
+    wait_agent(nvim, "the stopped state", lambda s: s["state"] == "stopped")
+
 
 def test_a_missing_server_command_or_credentials_get_a_clear_message(
     nvim_factory: Callable[..., Nvim], fake: FakeGemini, workspace: Path, tmp_path: Path

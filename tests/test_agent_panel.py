@@ -286,3 +286,24 @@ def test_a_bad_agent_option_is_refused_naming_it(nvim_factory: Callable[..., Nvi
         " return require('gemini_companion.config').get().agent.a2a.cmd"
     )
     assert cmd == ["my-server"]
+
+
+def test_thoughts_are_folded_with_their_subject_visible(agent_nvim: Nvim) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent think")
+    lines = wait_transcript(nvim, "Thought done.").split("\n")
+    header = lines.index("┆ Thought: Planning") + 1
+    fold = nvim.lua(
+        """
+        local lnum = ...
+        local buf = require('gemini_companion.agent.transcript').buffer()
+        local win = vim.fn.win_findbuf(buf)[1]
+        return vim.api.nvim_win_call(win, function()
+          local fn = vim.fn
+          return { fn.foldclosed(lnum), fn.foldclosedend(lnum), fn.foldtextresult(lnum) }
+        end)
+        """,
+        header,
+    )
+    assert fold[:2] == [header, header + 2]  # the thought's three lines, closed
+    assert "Thought: Planning" in fold[2]  # the subject shows on the closed fold
