@@ -307,3 +307,15 @@ def test_thoughts_are_folded_with_their_subject_visible(agent_nvim: Nvim) -> Non
     )
     assert fold[:2] == [header, header + 2]  # the thought's three lines, closed
     assert "Thought: Planning" in fold[2]  # the subject shows on the closed fold
+
+
+def test_the_panel_keeps_its_share_of_the_width_when_neovim_is_resized(
+    agent_nvim: Nvim,
+) -> None:
+    nvim = agent_nvim
+    nvim.api.command("set columns=100")
+    nvim.api.command("GeminiAgent")
+    width = "return vim.api.nvim_win_get_width((require('gemini_companion.agent.panel').windows()))"
+    assert nvim.lua(width) == 40  # agent.panel.size 0.4
+    nvim.api.command("set columns=200")
+    wait_for(lambda: nvim.lua(width) == 80, 5, "the panel to follow the resize")

@@ -203,6 +203,30 @@ local function prompt_window_options(win)
   wo.statusline = " prompt: <CR> (normal) / <C-s> (insert) sends"
 end
 
+local resize_group = nil
+
+--- Keep the panel's share of the screen when Neovim's window is resized: with
+--- 'winfixwidth' it would otherwise keep its columns whatever the new width.
+local function follow_resizes()
+  if resize_group then
+    return
+  end
+  resize_group = api.nvim_create_augroup("gemini_companion_agent_panel", { clear = true })
+  api.nvim_create_autocmd("VimResized", {
+    group = resize_group,
+    callback = function()
+      local cfg = config().panel
+      for _, tab in ipairs(api.nvim_list_tabpages()) do
+        local twin, pwin = M.windows(tab)
+        local win = twin or pwin
+        if win and #api.nvim_tabpage_list_wins(tab) > (twin and pwin and 2 or 1) then
+          pcall(api.nvim_win_set_width, win, resolve_size(cfg.size, vim.o.columns))
+        end
+      end
+    end,
+  })
+end
+
 --- Open the panel in the current tab (or complete it when one of its windows was
 --- closed). `enter`: put the cursor in the prompt.
 ---@param opts? { enter?: boolean }
@@ -232,6 +256,7 @@ function M.open(opts)
     api.nvim_win_set_buf(pwin, pbuf)
   end
   prompt_window_options(pwin)
+  follow_resizes()
   if enter then
     api.nvim_set_current_win(pwin)
   elseif api.nvim_win_is_valid(from) then
