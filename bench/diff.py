@@ -12,7 +12,8 @@ Prints, over several runs against a real Neovim:
   contents of 1 KiB, 1 MiB and 10 MiB, split into the command itself (``:GeminiAccept``
   start to end, in Neovim) and the transport after it (command done to the promise
   resolved in the ``IdeClient`` of ``@google/gemini-cli-core``; targets under 5 ms at
-  1 MiB and under 40 ms at 10 MiB). All three moments are read from one clock, the
+  1 MiB and under 40 ms at 10 MiB), and from the answer's ``rpcnotify`` to Python
+  to the promise resolved. All the moments are read from one clock, the
   system's monotonic clock (``vim.uv.hrtime()`` in Neovim, ``process.hrtime`` in Node).
 
 Run: .venv/bin/python bench/diff.py [--runs N]
@@ -204,12 +205,21 @@ def bench_open_real_client(root: Path, manifest: Path, runs: int) -> None:
                 client.close()
 
 
-# In Neovim: accept the diff in view, with the command's start and end on the
-# monotonic clock (ns) that Node's process.hrtime reads too.
+# In Neovim: accept the diff in view, with the command's start and end, and the
+# moment the answer went to the Python host (host.diff_accept), on the monotonic
+# clock (ns) that Node's process.hrtime reads too.
 ACCEPT = """
+local host = require('gemini_companion.host')
+local send, sent = host.diff_accept, nil
+host.diff_accept = function(...)
+  sent = vim.uv.hrtime()
+  return send(...)
+end
 local t0 = vim.uv.hrtime()
-vim.cmd('GeminiAccept')
-return { t0, vim.uv.hrtime() }
+local ok, err = pcall(vim.cmd, 'GeminiAccept')
+host.diff_accept = send
+assert(ok, err)
+return { t0, vim.uv.hrtime(), sent }
 """
 
 
@@ -228,6 +238,7 @@ def bench_accept(root: Path, manifest: Path, runs: int) -> None:
                 total: list[float] = []
                 command: list[float] = []
                 transport: list[float] = []
+                wire: list[float] = []
                 for run in range(runs + 1):
                     client.send(
                         cmd="openDiff", filePath=str(path), newContent=propose(text), id=run
@@ -237,7 +248,7 @@ def bench_accept(root: Path, manifest: Path, runs: int) -> None:
                         30,
                         "the diff view",
                     )
-                    started, done = nvim.lua(ACCEPT)
+                    started, done, sent = nvim.lua(ACCEPT)
                     event = client.expect("diff", lambda e, r=run: e["id"] == r, timeout=60)
                     if event["result"]["status"] != "accepted":
                         raise RuntimeError(f"unexpected result {event}")
@@ -253,12 +264,14 @@ def bench_accept(root: Path, manifest: Path, runs: int) -> None:
                         total.append((resolved - started) / 1e6)
                         command.append((done - started) / 1e6)
                         transport.append((resolved - done) / 1e6)
+                        wire.append((resolved - sent) / 1e6)
                 target = {1 << 20: "  (target < 5)", 10 << 20: "  (target < 40)"}.get(size, "")
                 print(f":GeminiAccept -> openDiff resolved, {label:>6}: {summary(total)}")
                 print(f"  of which the command itself,     {label:>6}: {summary(command)}")
                 print(
                     f"  command done -> promise resolved, {label:>6}: {summary(transport)}{target}"
                 )
+                print(f"  answer sent to Python -> resolved, {label:>6}: {summary(wire)}")
         finally:
             client.close()
 
