@@ -309,12 +309,12 @@ class ServerRun:
             if self.closed.is_set():
                 return
             self.closed.set()
+        self._discovery.remove()  # first: no CLI may find a server that is going
         self.context.stop()
         self.diffs.orphan_all()
         if self.tools is not None:
             self.tools.cancel_all()
         self._sessions.clear()
-        self._discovery.remove()
         if error is None:
             self._publish(self, stopped_state(self._workspace_path))
             return

@@ -41,7 +41,15 @@ class NvimEditor:
             except Exception:  # never let a traceback reach :messages
                 log.exception("call into Neovim failed")
 
-        self._nvim.async_call(guarded)
+        self._post(guarded)
+
+    def _post(self, fn: Callable[[], object]) -> bool:
+        try:
+            self._nvim.async_call(fn)
+        except Exception:  # the session is gone (the host is ending): nobody to tell
+            log.warning("Neovim is gone; a message to it was dropped")
+            return False
+        return True
 
     def _send(self, name: str, *args: Any) -> None:
         """A one-way message: nothing waits for Neovim to run it."""
@@ -61,7 +69,8 @@ class NvimEditor:
             except Exception as exc:
                 future.set_exception(exc)
 
-        self._nvim.async_call(run)
+        if not self._post(run):
+            future.cancel()  # never posted: whoever awaits it is not left waiting
         return future
 
     # -- one-way -----------------------------------------------------------------------
