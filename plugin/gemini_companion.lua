@@ -61,6 +61,36 @@ command("GeminiAgentCancel", function()
   require("gemini_companion.agent").cancel()
 end, { desc = "Cancel the Gemini agent's running prompt" })
 
+command("GeminiAgentMode", function(args)
+  require("gemini_companion.agent").set_mode(args.args)
+end, {
+  nargs = 1,
+  complete = function(lead)
+    return require("gemini_companion.agent").complete_choice("modes", lead)
+  end,
+  desc = "Switch the Gemini agent's mode (ACP: default, autoEdit, yolo, plan)",
+})
+
+command("GeminiAgentModel", function(args)
+  require("gemini_companion.agent").set_model(args.args)
+end, {
+  nargs = 1,
+  complete = function(lead)
+    return require("gemini_companion.agent").complete_choice("models", lead)
+  end,
+  desc = "Switch the Gemini agent's model (ACP)",
+})
+
+command("GeminiAgentResume", function(args)
+  require("gemini_companion.agent").resume(args.args)
+end, {
+  nargs = "?",
+  complete = function(lead)
+    return require("gemini_companion.agent").complete_choice("sessions", lead)
+  end,
+  desc = "Resume a past Gemini agent conversation (ACP session/load)",
+})
+
 command("GeminiAgentStop", function()
   require("gemini_companion.agent").stop()
 end, { desc = "Stop the Gemini agent (and the server the plugin started for it)" })

@@ -15,7 +15,9 @@ M.defaults = {
     allowed_dirs = {},
   },
   agent = {
-    protocol = "a2a",
+    -- ACP: the `gemini` CLI users already have, with its own login and settings
+    -- (README "Choosing a protocol" says why it is the default).
+    protocol = "acp",
     a2a = {
       url = nil,
       cmd = { "gemini-cli-a2a-server" },
@@ -24,6 +26,9 @@ M.defaults = {
     acp = {
       cmd = { "gemini", "--acp" },
       env = {},
+      auth_method = nil,
+      startup_timeout = 60,
+      cancel_timeout = 5,
     },
     panel = { position = "right", size = 0.4, prompt_height = 6 },
     keymaps = {
@@ -199,9 +204,19 @@ local function validate_agent(a)
   check_command("agent.a2a.cmd", a.a2a.cmd)
   check_env("agent.a2a.env", a.a2a.env)
   check_type("agent.acp", a.acp, "table")
-  check_known("agent.acp", a.acp, M.defaults.agent.acp)
+  check_known(
+    "agent.acp",
+    a.acp,
+    { cmd = true, env = true, auth_method = true, startup_timeout = true, cancel_timeout = true }
+  )
   check_command("agent.acp.cmd", a.acp.cmd)
   check_env("agent.acp.env", a.acp.env)
+  check_type("agent.acp.auth_method", a.acp.auth_method, "string", true)
+  for _, name in ipairs({ "startup_timeout", "cancel_timeout" }) do
+    local path = "agent.acp." .. name
+    check_type(path, a.acp[name], "number")
+    check(path, a.acp[name] > 0, "must be a positive number of seconds")
+  end
   check_type("agent.panel", a.panel, "table")
   check_known("agent.panel", a.panel, M.defaults.agent.panel)
   check_type("agent.panel.position", a.panel.position, "string")

@@ -127,6 +127,9 @@
 ---@class (exact) gemini_companion.AgentAcpOptions
 ---@field cmd? string[] The ACP agent to start: command and arguments (default { "gemini", "--acp" })
 ---@field env? table<string, string> Extra environment variables for it
+---@field auth_method? string Log in with this of the agent's methods when it asks (e.g. "gemini-api-key", "oauth-personal")
+---@field startup_timeout? number Seconds to wait for the agent to start (default 60)
+---@field cancel_timeout? number Seconds a cancelled prompt may take to end before the agent is stopped (default 5)
 
 ---@class (exact) gemini_companion.AgentPanelOptions
 ---@field position? "right"|"left" Side of the tab (default "right")
@@ -144,7 +147,7 @@
 ---@field history_next? string|false Next prompt (default "<C-n>")
 
 ---@class (exact) gemini_companion.AgentOptions
----@field protocol? "a2a"|"acp" The agent's protocol (default "a2a")
+---@field protocol? "a2a"|"acp" The agent's protocol (default "acp")
 ---@field a2a? gemini_companion.AgentA2AOptions
 ---@field acp? gemini_companion.AgentAcpOptions
 ---@field panel? gemini_companion.AgentPanelOptions
@@ -153,7 +156,7 @@
 ---@class gemini_companion.AgentConfig
 ---@field protocol "a2a"|"acp"
 ---@field a2a { url?: string, cmd: string[], env: table<string, string> }
----@field acp { cmd: string[], env: table<string, string> }
+---@field acp { cmd: string[], env: table<string, string>, auth_method?: string, startup_timeout: number, cancel_timeout: number }
 ---@field panel { position: "right"|"left", size: number, prompt_height: integer }
 ---@field keymaps table<string, string|false>
 
@@ -178,6 +181,11 @@
 ---@field task_id? string A2A
 ---@field context_id? string A2A
 ---@field session_id? string ACP
+---@field mode? string ACP: the session's current mode (e.g. "default", "autoEdit")
+---@field modes? string[] ACP: the modes the agent offers (:GeminiAgentMode)
+---@field model? string ACP: the current model
+---@field models? string[] ACP: the models the agent offers (:GeminiAgentModel)
+---@field sessions? { id: string, title: string, updated_at: number }[] ACP: past sessions, after :GeminiAgentResume
 ---@field state "stopped"|"starting"|"idle"|"working"|"waiting"|"error"
 ---@field detail? string Why (an error, "cancelled")
 ---@field pending gemini_companion.AgentPending[] Oldest first

@@ -35,7 +35,7 @@ local function ensure()
     host.agent("open", {
       protocol = cfg.protocol,
       a2a = cfg.a2a,
-      acp = cfg.acp,
+      acp = vim.tbl_extend("force", cfg.acp, { sessions_file = M.sessions_file() }),
       workspace = vim.fn.getcwd(),
     })
     connected = true
@@ -263,6 +263,112 @@ function M.answer_options()
   return pending and vim.tbl_map(function(o)
     return o.id
   end, pending.options) or {}
+end
+
+--- Where the ACP transport records the sessions it started (agent/acp_sessions.py),
+--- for :GeminiAgentResume.
+---@return string
+function M.sessions_file()
+  return vim.fs.joinpath(vim.fn.stdpath("state"), "gemini-companion", "acp-sessions.json")
+end
+
+---@class gemini_companion.AgentSession
+---@field id string
+---@field cwd string
+---@field title string The first prompt
+---@field created_at number
+---@field updated_at number
+
+--- Past ACP sessions of the current directory, most recent first (read from the
+--- plugin's own record: no round trip to the agent).
+---@return gemini_companion.AgentSession[]
+function M.sessions()
+  local file = io.open(M.sessions_file(), "r")
+  if not file then
+    return {}
+  end
+  local text = file:read("*a")
+  file:close()
+  local ok, records = pcall(vim.json.decode, text)
+  if not ok or type(records) ~= "table" then
+    return {}
+  end
+  local cwd = vim.fn.getcwd()
+  local found = vim.tbl_filter(function(r)
+    return type(r) == "table" and r.cwd == cwd and type(r.id) == "string"
+  end, records)
+  table.sort(found, function(a, b)
+    return (a.updated_at or 0) > (b.updated_at or 0)
+  end)
+  return found
+end
+
+--- Load a past session into the agent (ACP `session/load`): its conversation is
+--- replayed into the transcript and the next prompt continues it. Without an id,
+--- choose one with `vim.ui.select`.
+---@param session_id? string
+function M.resume(session_id)
+  if session_id and session_id ~= "" then
+    local panel = require("gemini_companion.agent.panel")
+    if not panel.visible() then
+      panel.open({ enter = false })
+    end
+    request("resume", { session_id = session_id })
+    return
+  end
+  local sessions = M.sessions()
+  if #sessions == 0 then
+    notify("no past agent sessions in " .. vim.fn.getcwd(), vim.log.levels.WARN)
+    return
+  end
+  vim.ui.select(sessions, {
+    prompt = "Resume which conversation?",
+    format_item = function(s)
+      local title = s.title ~= "" and s.title or "(no prompt)"
+      return ("%s  %s"):format(os.date("%Y-%m-%d %H:%M", math.floor(s.updated_at or 0)), title)
+    end,
+  }, function(choice)
+    if choice then
+      M.resume(choice.id)
+    end
+  end)
+end
+
+--- Switch the session's mode (ACP `session/set_mode`: default, autoEdit, yolo, plan).
+---@param mode string
+function M.set_mode(mode)
+  request("mode", { mode = mode })
+end
+
+--- Switch the session's model (what the agent offers, `state().models`).
+---@param model string
+function M.set_model(model)
+  request("model", { model = model })
+end
+
+---@param list string[]?
+---@param lead string
+---@return string[]
+local function starting_with(list, lead)
+  return vim.tbl_filter(function(item)
+    return vim.startswith(item, lead)
+  end, list or {})
+end
+
+--- Completion of :GeminiAgentMode, :GeminiAgentModel and :GeminiAgentResume.
+---@param what "modes"|"models"|"sessions"
+---@param lead string
+---@return string[]
+function M.complete_choice(what, lead)
+  if what == "sessions" then
+    return starting_with(
+      vim.tbl_map(function(s)
+        return s.id
+      end, M.sessions()),
+      lead
+    )
+  end
+  return starting_with(require("gemini_companion.agent.state").current[what], lead)
 end
 
 --- For tests and :checkhealth: forget the session (the Python side stopped it).

@@ -188,7 +188,7 @@ local function transcript_window_options(win)
   wo.foldlevel = 0
   wo.foldenable = true
   wo.winfixwidth = true
-  wo.statusline = " Gemini agent %{v:lua.require'gemini_companion.agent.state'.summary()}"
+  wo.statusline = " %{v:lua.require'gemini_companion.agent.state'.header()}"
 end
 
 ---@param win integer

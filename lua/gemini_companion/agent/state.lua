@@ -24,6 +24,28 @@ function M.busy()
   return s == "working" or s == "waiting" or s == "starting"
 end
 
+--- The panel's status line: the protocol, then the mode and model when the agent
+--- has them (ACP), then the summary.
+---@return string
+function M.header()
+  local s = M.current
+  local parts = { "Gemini agent" }
+  if s.protocol then
+    parts[#parts + 1] = "(" .. s.protocol .. ")"
+  end
+  if s.mode then
+    parts[#parts + 1] = "mode: " .. s.mode
+  end
+  if s.model then
+    parts[#parts + 1] = "model: " .. s.model
+  end
+  local summary = M.summary()
+  if summary ~= "" then
+    parts[#parts + 1] = " " .. summary
+  end
+  return table.concat(parts, "  ")
+end
+
 --- Short text for statuslines: "" when the agent is stopped or idle.
 ---@return string
 function M.summary()

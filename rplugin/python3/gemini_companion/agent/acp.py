@@ -1,0 +1,943 @@
+"""The ACP transport: Gemini CLI as ``gemini --acp``, a child process of the plugin.
+
+The Agent Client Protocol is JSON-RPC 2.0, one message a line, over the child's
+stdin and stdout (client-behaviour.md, "ACP", records what 0.61.0 does). The
+JSON-RPC plumbing and the schema's types come from the official
+``agent-client-protocol`` package (``acp``): its low-level ``Connection`` over
+:class:`ChildStdio`, a message transport of our own on the child's pipes, so this
+module owns the process (started in the workspace with the environment of the
+plugin's terminals, stopped with the panel) and sees everything the child prints.
+Its typed ``ClientSideConnection`` is not used: its schema (v1.19) drops the
+``models`` that 0.61.0 offers and has no ``session/set_model``, and it logs what
+it cannot parse through the root logger (the host's stderr, kept in Neovim's
+memory); the raw ``Connection`` hands us the dicts and the schema's models
+validate them here.
+
+How ACP meets the panel's contract (transport.py):
+- ``start``: spawn, ``initialize`` (fs capabilities: the agent reads and writes
+  files through Neovim, files.py), ``session/new`` with the plugin's MCP servers;
+  ``authenticate`` when the agent asks for a login and the user chose a method.
+- ``prompt``: ``session/prompt`` runs in a task; the call returns when the turn
+  ends or when the agent asks permission (``session/request_permission``, which
+  waits for ``answer``), as the A2A transport's does.
+- ``cancel``: ``session/cancel``, pending permissions answered ``cancelled``; an
+  agent that does not end the turn in time is stopped (and restarted by the next
+  prompt, in a new session: 0.61.0 records a conversation as it goes, but loading
+  one rewrites its record, so the panel loads only when the user asks,
+  ``:GeminiAgentResume``).
+- A child that exits is reported at once; garbage on its stdout is shown once per
+  run and otherwise ignored; everything it writes to stderr goes to the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import json
+import logging
+import os
+import shlex
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .model import (
+    FINISHED,
+    Notice,
+    Prompt,
+    SessionUpdate,
+    StatusChange,
+    ToolCall,
+    TurnEnd,
+)
+from .transport import EventSink, NotSupportedError, Transport, TransportContext, TransportError
+
+if TYPE_CHECKING:
+    from acp.connection import Connection
+
+    from .acp_events import UpdateTranslator
+    from .acp_sessions import SessionStore
+    from .files import EditorFiles
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+DEFAULT_CMD = ("gemini", "--acp")
+CLIENT_INFO = {"name": "gemini-companion.nvim", "title": "Gemini companion for Neovim"}
+
+# One JSON-RPC message a line; a line longer than this is not a message we take.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+STDERR_TAIL_LINES = 20
+
+_AUTH_REQUIRED = -32000
+
+
+@dataclass
+class AcpOptions:
+    """``agent.acp`` of the user's configuration (config.lua validates it)."""
+
+    cmd: tuple[str, ...] = DEFAULT_CMD
+    auth_method: str | None = None
+    startup_timeout: float = 60.0
+    cancel_timeout: float = 5.0
+    sessions_file: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any]) -> AcpOptions:
+        options = cls()
+        cmd = raw.get("cmd")
+        if isinstance(cmd, str):
+            cmd = shlex.split(cmd)
+        if isinstance(cmd, Sequence) and cmd and all(isinstance(c, str) for c in cmd):
+            options.cmd = tuple(cmd)
+        if isinstance(raw.get("auth_method"), str) and raw["auth_method"]:
+            options.auth_method = raw["auth_method"]
+        for name in ("startup_timeout", "cancel_timeout"):
+            value = raw.get(name)
+            if isinstance(value, (int, float)) and value > 0:
+                setattr(options, name, float(value))
+        if isinstance(raw.get("sessions_file"), str) and raw["sessions_file"]:
+            options.sessions_file = raw["sessions_file"]
+        env = raw.get("env")
+        if isinstance(env, Mapping):
+            options.env = {str(k): str(v) for k, v in env.items()}
+        return options
+
+
+def _import_protocol() -> None:
+    """The ACP package and what uses it: about half a second of pydantic models,
+    imported in a worker thread, not on the loop (nor on Neovim's main thread)."""
+    import acp.connection  # noqa: F401
+
+    from . import acp_events, acp_sessions, files  # noqa: F401
+
+
+class ChildStdio:
+    """The child's stdin/stdout as the ``acp`` package's message transport.
+
+    Lines that are not JSON-RPC messages (a library printing to stdout) are
+    reported through ``on_garbage`` and skipped; a blocked reader never holds a
+    message longer than :data:`MAX_MESSAGE_BYTES`.
+    """
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        on_garbage: Callable[[bytes], None],
+    ) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self._stdin = process.stdin
+        self._stdout = process.stdout
+        self._on_garbage = on_garbage
+        self._lock = asyncio.Lock()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        async with self._lock:
+            if self._stdin.is_closing():
+                raise ConnectionError("the agent's stdin is closed")
+            try:
+                self._stdin.write(data)
+                await self._stdin.drain()
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise ConnectionError(f"the agent's stdin is closed: {exc}") from exc
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            line = await self._read_line()
+            if line is None:
+                return None
+            stripped = line.strip()
+            if not stripped:
+                continue
+            try:
+                message = json.loads(stripped)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and message.get("jsonrpc") == "2.0":
+                return message
+            self._on_garbage(stripped)
+
+    async def _read_line(self) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                chunk = await self._stdout.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:  # end of the stream
+                chunks.append(exc.partial)
+                return b"".join(chunks) or None
+            except asyncio.LimitOverrunError as exc:
+                chunk = await self._stdout.readexactly(exc.consumed)
+                size += len(chunk)
+                if size <= MAX_MESSAGE_BYTES:
+                    chunks.append(chunk)
+                continue
+            if size + len(chunk) > MAX_MESSAGE_BYTES:
+                return b"<a line of more than %d bytes>" % MAX_MESSAGE_BYTES
+            chunks.append(chunk)
+            return b"".join(chunks)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._stdin.close()
+
+
+@dataclass
+class _Permission:
+    """A ``session/request_permission`` waiting for the user: its answer (an option
+    id, or ``None`` for ``cancelled``) goes into ``answer``."""
+
+    call: ToolCall
+    answer: asyncio.Future[str | None]
+
+
+@dataclass
+class _Child:
+    """One run of the agent process and its connection."""
+
+    process: asyncio.subprocess.Process
+    connection: Connection
+    stderr: collections.deque[str] = field(
+        default_factory=lambda: collections.deque(maxlen=STDERR_TAIL_LINES)
+    )
+    garbage_lines: int = 0
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+
+class AcpTransport(Transport):
+    """The panel's client of ``gemini --acp``. Use on the server loop only."""
+
+    protocol = "acp"
+
+    def __init__(self, context: TransportContext) -> None:
+        super().__init__(context)
+        self.options = AcpOptions.from_mapping(context.options)
+        self._events: EventSink | None = None
+        self._child: _Child | None = None
+        self._session_id: str | None = None
+        self._agent: dict[str, Any] = {}
+        self._capabilities: dict[str, Any] = {}
+        self._auth_methods: list[dict[str, Any]] = []
+        self._modes: list[str] = []
+        self._models: list[str] = []
+        self._updates: UpdateTranslator | None = None
+        self._files: EditorFiles | None = None
+        self._store: SessionStore | None = None
+        self._permissions: dict[str, _Permission] = {}
+        self._turn: asyncio.Task[None] | None = None
+        self._settled = asyncio.Event()
+        self._stopping = False
+        self._exit_message: str | None = None
+
+    # -- Transport ----------------------------------------------------------------------
+
+    @property
+    def connected(self) -> bool:
+        child = self._child
+        return (
+            child is not None
+            and child.process.returncode is None
+            and self._session_id is not None
+            and self._exit_message is None
+        )
+
+    def _emit(self, *events: Any) -> None:
+        if self._events is not None:
+            for event in events:
+                self._events.emit(event)
+
+    async def start(self, events: EventSink) -> None:
+        self._events = events
+        await asyncio.to_thread(_import_protocol)
+        from .acp_events import UpdateTranslator
+        from .acp_sessions import SessionStore, default_path
+        from .files import EditorFiles
+
+        if self._updates is None:
+            self._updates = UpdateTranslator()
+            self._files = EditorFiles(self.context.editor)
+            self._store = SessionStore(
+                self.options.sessions_file or default_path(dict(self.context.env))
+            )
+        await self._shutdown_child()
+        restarted = self._exit_message is not None
+        previous = self._session_id
+        self._stopping = False
+        self._exit_message = None
+        self._session_id = None
+        child = await self._spawn()
+        try:
+            await self._within_startup(self._initialize(child), "initialize")
+            await self._within_startup(self._new_session(), "session/new")
+        except BaseException:
+            await self._shutdown_child()
+            raise
+        if restarted and previous is not None:
+            how = (
+                f" (:GeminiAgentResume {previous} loads it)"
+                if self._capabilities.get("loadSession")
+                else ""
+            )
+            self._emit(
+                Notice(
+                    "The agent was restarted in a new session: it does not remember the"
+                    f" conversation above{how}."
+                )
+            )
+
+    async def prompt(self, prompt: Prompt) -> None:
+        from .acp_events import prompt_blocks
+
+        session_id = self._require_session()
+        if self._turn is not None and not self._turn.done():
+            raise TransportError("the agent is still busy with the last prompt")
+        blocks = prompt_blocks(
+            prompt,
+            embedded_context=bool(
+                (self._capabilities.get("promptCapabilities") or {}).get("embeddedContext")
+            ),
+        )
+        assert self._store is not None
+        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace, prompt.text)
+        await self._run_turn({"sessionId": session_id, "prompt": blocks})
+
+    async def run_command(self, name: str, args: str) -> None:
+        # ACP has no method for commands: the agent takes "/name args" as a prompt.
+        text = f"/{name.lstrip('/')} {args}".rstrip()
+        await self._run_turn({"sessionId": self._require_session(), "prompt": [_text(text)]})
+
+    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+        pending = self._permissions.get(call_id)
+        if pending is None or pending.answer.done():
+            raise TransportError("the agent is no longer waiting for that answer")
+        confirmation = pending.call.confirmation
+        option = (
+            next((o for o in confirmation.options if o.id == option_id), None)
+            if (confirmation is not None)
+            else None
+        )
+        if confirmation is None or option is None:
+            raise TransportError(f"the agent did not offer the option {option_id!r}")
+        rejected = option.kind.startswith("reject")
+        assert self._updates is not None and self._files is not None
+        if (
+            not rejected
+            and confirmation.kind == "edit"
+            and confirmation.file_path
+            and new_content is not None
+            and confirmation.new_content is not None
+        ):
+            # The agent writes its own proposal through fs/write_text_file; that
+            # write takes the user's version (files.py).
+            self._files.expect_write(confirmation.file_path, confirmation.new_content, new_content)
+        if rejected:
+            call = pending.call.but(status="cancelled", confirmation=None, result="Rejected.")
+        else:
+            call = pending.call.but(status="executing", confirmation=None)
+        self._emit(self._updates.put(call))
+        pending.answer.set_result(option_id)
+        await self._wait_settled()
+
+    async def cancel(self) -> None:
+        child, session_id = self._child, self._session_id
+        self._answer_all_cancelled()
+        if child is None or session_id is None or self._exit_message is not None:
+            return
+        with contextlib.suppress(ConnectionError):
+            await child.connection.send_notification("session/cancel", {"sessionId": session_id})
+        turn = self._turn
+        if turn is None or turn.done():
+            return
+        done, _ = await asyncio.wait({turn}, timeout=self.options.cancel_timeout)
+        if done:
+            return
+        message = (
+            f"the agent did not stop within {self.options.cancel_timeout:g} s of the cancel:"
+            " it was stopped, and the next prompt starts it again"
+        )
+        log.warning("%s", message)
+        self._exit_message = message
+        await self._shutdown_child()
+        self._emit(StatusChange("error", message))
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._answer_all_cancelled()
+        turn = self._turn
+        if turn is not None and not turn.done():
+            turn.cancel()
+        await self._shutdown_child()
+        self._session_id = None
+
+    async def set_mode(self, mode_id: str) -> None:
+        session_id = self._require_session()
+        if not self._modes:
+            raise NotSupportedError("the agent offers no modes")
+        if mode_id not in self._modes:
+            raise TransportError(f"no mode {mode_id!r}: the agent offers {', '.join(self._modes)}")
+        await self._request("session/set_mode", {"sessionId": session_id, "modeId": mode_id})
+        self._emit(SessionUpdate({"mode": mode_id}))
+
+    async def set_model(self, model_id: str) -> None:
+        session_id = self._require_session()
+        if not self._models:
+            raise NotSupportedError("the agent offers no choice of model")
+        if model_id not in self._models:
+            raise TransportError(
+                f"no model {model_id!r}: the agent offers {', '.join(self._models)}"
+            )
+        # Gemini CLI 0.61.0 implements the draft ``session/set_model``.
+        await self._request("session/set_model", {"sessionId": session_id, "modelId": model_id})
+        self._emit(SessionUpdate({"model": model_id}))
+
+    async def sessions(self) -> list[Mapping[str, Any]]:
+        if self._store is None:
+            raise TransportError("the agent has not started yet")
+        if self._capabilities and not self._capabilities.get("loadSession"):
+            raise NotSupportedError("the agent cannot load past sessions")
+        return await asyncio.to_thread(self._store.list, self.context.workspace)
+
+    async def resume(self, session_id: str) -> None:
+        if self._turn is not None and not self._turn.done():
+            raise TransportError("the agent is busy: cancel the running prompt first")
+        if not self._capabilities.get("loadSession"):
+            raise NotSupportedError("the agent cannot load past sessions")
+        self._emit(Notice(f"Loading the conversation {session_id}..."))
+        await self._wait_for_a_new_minute(session_id)
+        try:
+            await self._load(session_id)
+        except AgentError as exc:
+            raise TransportError(f"the agent could not load {session_id}: {exc}") from None
+
+    async def _wait_for_a_new_minute(self, session_id: str) -> None:
+        """Gemini CLI 0.61.0 names a session's record by the minute it started and
+        starts a new record when it loads one: in the same minute both get the same
+        name, the conversation is overwritten and the load fails. A session this
+        panel started less than a minute ago is loaded once the minute has turned."""
+        assert self._store is not None
+        records = await asyncio.to_thread(self._store.list, self.context.workspace)
+        record = next((r for r in records if r.get("id") == session_id), None)
+        if record is None or not record.get("created_at"):
+            return
+        # A few seconds of margin: the CLI's clock reading is not ours.
+        boundary = (int(float(record["created_at"]) + 5) // 60 + 1) * 60
+        wait = boundary - time.time()
+        if wait > 0:
+            self._emit(
+                Notice(
+                    f"Waiting {wait:.0f} s: Gemini CLI loses a conversation loaded in the"
+                    " minute it started."
+                )
+            )
+            await asyncio.sleep(wait)
+
+    def health(self) -> Mapping[str, Any]:
+        return {
+            "command": list(self.options.cmd),
+            "agent": dict(self._agent),
+            "protocol_version": PROTOCOL_VERSION,
+            "session_id": self._session_id,
+        }
+
+    # -- the child process ----------------------------------------------------------------
+
+    async def _spawn(self) -> _Child:
+        from acp.connection import Connection
+
+        cmd = self.options.cmd
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *cmd,
+                cwd=self.context.workspace,
+                env={**self.context.env, **self.options.env},
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                # Its own process group: stopping it stops the shells it started.
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise TransportError(
+                f"cannot start the agent: {cmd[0]!r} was not found. Install the Gemini CLI"
+                " (npm install -g @google/gemini-cli) or set agent.acp.cmd"
+            ) from None
+        except OSError as exc:
+            raise TransportError(f"cannot start the agent ({shlex.join(cmd)}): {exc}") from None
+        log.info("started %s (pid %d) in %s", shlex.join(cmd), process.pid, self.context.workspace)
+        holder: list[_Child] = []
+        stdio = ChildStdio(process, lambda line: self._garbage(holder[0], line))
+        connection = Connection(self._handle, stdio)
+        child = _Child(process, connection)
+        holder.append(child)
+        loop = asyncio.get_running_loop()
+        child.tasks.append(loop.create_task(self._read_stderr(child)))
+        child.tasks.append(loop.create_task(self._watch(child)))
+        self._child = child
+        return child
+
+    async def _read_stderr(self, child: _Child) -> None:
+        assert child.process.stderr is not None
+        async for raw in child.process.stderr:
+            line = raw.decode("utf-8", "replace").rstrip()
+            if line:
+                child.stderr.append(line)
+                log.info("agent stderr: %s", line)
+
+    def _garbage(self, child: _Child, line: bytes) -> None:
+        child.garbage_lines += 1
+        text = line.decode("utf-8", "replace")
+        log.warning("agent stdout, not ACP (ignored): %s", text[:2000])
+        if child.garbage_lines == 1 and child is self._child:
+            excerpt = text if len(text) <= 120 else text[:117] + "..."
+            self._emit(
+                Notice(
+                    f"The agent printed something that is not ACP on its stdout (ignored;"
+                    f" more in the log): {excerpt}",
+                    "warning",
+                )
+            )
+
+    async def _watch(self, child: _Child) -> None:
+        await child.process.wait()
+        if child is not self._child or self._stopping:
+            return
+        message = _exit_text(child)
+        log.warning("%s", message)
+        if self._exit_message is None:
+            self._exit_message = message
+        self._answer_all_cancelled()
+        with contextlib.suppress(Exception):
+            await child.connection.close()
+        # Shown once, here; a turn it ends finishes quietly (_wait_settled).
+        self._emit(StatusChange("error", message))
+        self._settle()
+
+    async def _shutdown_child(self) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        with contextlib.suppress(Exception):
+            await child.connection.close()
+        process = child.process
+        if process.returncode is None:
+            # stdin closed: Gemini CLI exits by itself; then the group, then kill.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(process.wait(), 2)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if process.returncode is not None:
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(process.wait(), 2)
+        for task in child.tasks:
+            task.cancel()
+        log.info("agent stopped (code %s)", process.returncode)
+
+    async def _within_startup(self, coro: Any, what: str) -> Any:
+        try:
+            return await asyncio.wait_for(coro, self.options.startup_timeout)
+        except asyncio.TimeoutError:
+            raise TransportError(
+                f"the agent did not answer {what} within {self.options.startup_timeout:g} s"
+                f" ({shlex.join(self.options.cmd)}; its stderr is in the log)"
+            ) from None
+
+    # -- requests to the agent --------------------------------------------------------------
+
+    async def _request(self, method: str, params: Mapping[str, Any]) -> Any:
+        from acp.exceptions import RequestError
+
+        child = self._child
+        if child is None or self._exit_message is not None:
+            raise TransportError(self._exit_message or "the agent is not running")
+        try:
+            return await child.connection.send_request(method, dict(params))
+        except RequestError as exc:
+            raise AgentError(exc.code, _error_text(exc), exc.data) from None
+        except ConnectionError:
+            # The output closed: the exit (and its code) follows at once, normally.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(child.process.wait()), 2)
+            raise TransportError(self._exit_message or _exit_text(child)) from None
+
+    async def _initialize(self, child: _Child) -> None:
+        from acp import schema
+
+        raw = await self._request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
+                "clientInfo": {**CLIENT_INFO, "version": _plugin_version()},
+            },
+        )
+        response = schema.InitializeResponse.model_validate(raw)
+        if response.protocol_version != PROTOCOL_VERSION:
+            raise TransportError(
+                f"the agent speaks ACP version {response.protocol_version}; the plugin speaks"
+                f" version {PROTOCOL_VERSION}: update the plugin or the agent"
+            )
+        self._capabilities = dict(raw.get("agentCapabilities") or {})
+        self._auth_methods = [m for m in raw.get("authMethods") or [] if isinstance(m, dict)]
+        info = response.agent_info
+        self._agent = {"name": info.name, "version": info.version} if info else {}
+        self._emit(SessionUpdate({"agent": dict(self._agent) or None}))
+
+    async def _new_session(self) -> None:
+        params = {"cwd": self.context.workspace, "mcpServers": self._mcp_servers()}
+        try:
+            raw = await self._request("session/new", params)
+        except AgentError as exc:
+            if exc.code != _AUTH_REQUIRED:
+                raise
+            await self._authenticate(str(exc))
+            raw = await self._request("session/new", params)
+        session_id = str(raw["sessionId"])
+        self._session_started(raw, session_id)
+        assert self._store is not None
+        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
+
+    async def _load(self, session_id: str) -> None:
+        params = {
+            "sessionId": session_id,
+            "cwd": self.context.workspace,
+            "mcpServers": self._mcp_servers(),
+        }
+        # Updates of the loaded session (its history) must not be taken for the old one's.
+        previous, self._session_id = self._session_id, session_id
+        assert self._updates is not None
+        self._updates.reset()
+        try:
+            try:
+                raw = await self._request("session/load", params)
+            except AgentError as exc:
+                if exc.code != _AUTH_REQUIRED:
+                    raise
+                await self._authenticate(str(exc))
+                raw = await self._request("session/load", params)
+        except BaseException:
+            self._session_id = previous
+            raise
+        self._session_started(raw or {}, session_id)
+        assert self._store is not None
+        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
+
+    async def _authenticate(self, why: str) -> None:
+        offered = {str(m.get("id")): m for m in self._auth_methods}
+        wanted = self.options.auth_method
+        if wanted is None or wanted not in offered:
+            choices = "; ".join(f"{mid!r} ({m.get('name') or mid})" for mid, m in offered.items())
+            hint = (
+                f"agent.acp.auth_method {wanted!r} is not one of them"
+                if wanted
+                else "set agent.acp.auth_method to one of them"
+            )
+            raise TransportError(
+                f"the agent needs a login ({why}). Its login methods: {choices}: {hint},"
+                " or set GEMINI_API_KEY, or log in once with `gemini` in a terminal"
+            )
+        log.info("authenticating with %s", wanted)
+        try:
+            await self._request("authenticate", {"methodId": wanted})
+        except AgentError as exc:
+            raise TransportError(f"logging in with {wanted!r} failed: {exc}") from None
+
+    def _session_started(self, raw: Mapping[str, Any], session_id: str) -> None:
+        self._session_id = session_id
+        modes = raw.get("modes") or {}
+        models = raw.get("models") or {}
+        self._modes = [str(m["id"]) for m in modes.get("availableModes") or [] if "id" in m]
+        self._models = [
+            str(m["modelId"]) for m in models.get("availableModels") or [] if "modelId" in m
+        ]
+        self._emit(
+            SessionUpdate(
+                {
+                    "session_id": session_id,
+                    "mode": modes.get("currentModeId"),
+                    "modes": self._modes or None,
+                    "model": models.get("currentModelId"),
+                    "models": self._models or None,
+                }
+            )
+        )
+
+    def _mcp_servers(self) -> list[dict[str, Any]]:
+        mcp = self._capabilities.get("mcpCapabilities") or {}
+        servers = []
+        for server in self.context.mcp_servers:
+            converted = acp_mcp_server(server)
+            if converted is None:
+                log.warning("skipping an MCP server ACP cannot describe: %r", server)
+            elif converted.get("type") in ("http", "sse") and not mcp.get(converted["type"]):
+                log.warning("the agent takes no %s MCP servers: %s", converted["type"], server)
+            else:
+                servers.append(converted)
+        return servers
+
+    def _require_session(self) -> str:
+        if self._session_id is None or not self.connected:
+            raise TransportError(self._exit_message or "the agent is not running")
+        return self._session_id
+
+    # -- a turn ------------------------------------------------------------------------
+
+    async def _run_turn(self, params: Mapping[str, Any]) -> None:
+        if self._turn is not None and not self._turn.done():
+            raise TransportError("the agent is still busy with the last prompt")
+        turn = asyncio.get_running_loop().create_task(self._prompt_request(params))
+        turn.add_done_callback(lambda _: self._settle())
+        self._turn = turn
+        await self._wait_settled()
+
+    async def _prompt_request(self, params: Mapping[str, Any]) -> None:
+        raw = await self._request("session/prompt", params)
+        reason = str((raw or {}).get("stopReason") or "end_turn")
+        self._finish_open_calls("cancelled" if reason == "cancelled" else None)
+        notes = {
+            "max_tokens": "The answer was cut: the model reached its token limit.",
+            "max_turn_requests": "The agent stopped: it reached its limit of turns.",
+            "refusal": "The agent refused to go on.",
+        }
+        if reason in notes:
+            self._emit(Notice(notes[reason], "warning"))
+        self._emit(TurnEnd(reason))
+
+    def _settle(self) -> None:
+        self._settled.set()
+
+    async def _wait_settled(self) -> None:
+        """Until the turn ended (its error raised here) or the agent waits for the user."""
+        while True:
+            turn = self._turn
+            if turn is None or turn.done():
+                break
+            if any(not p.answer.done() for p in self._permissions.values()):
+                return
+            self._settled.clear()
+            await self._settled.wait()
+        if turn is not None and not turn.cancelled() and turn.exception() is not None:
+            exc = turn.exception()
+            self._finish_open_calls("failed")
+            if self._exit_message is not None:
+                return  # the agent died or hung: already reported as the status
+            if isinstance(exc, TransportError):
+                raise exc
+            raise TransportError(f"the prompt failed: {exc}") from exc
+
+    def _finish_open_calls(self, status: str | None) -> None:
+        """Tool calls the agent left open when the turn ended: cancelled or failed."""
+        updates = self._updates
+        if updates is None:
+            return
+        for call in list(updates.calls.values()):
+            if call.status in FINISHED:
+                continue
+            if status is None and call.status != "pending":
+                continue
+            final = status or "cancelled"
+            self._emit(updates.put(call.but(status=final, confirmation=None)))
+
+    def _answer_all_cancelled(self) -> None:
+        for pending in list(self._permissions.values()):
+            if not pending.answer.done():
+                pending.answer.set_result(None)
+                if self._updates is not None:
+                    call = pending.call.but(status="cancelled", confirmation=None)
+                    self._emit(self._updates.put(call))
+
+    # -- requests from the agent ---------------------------------------------------------
+
+    async def _handle(self, method: str, params: Any, is_notification: bool) -> Any:
+        from acp.exceptions import RequestError
+        from pydantic import ValidationError
+
+        from .files import FileAccessError
+
+        try:
+            if method == "session/update":
+                self._on_update(params)
+                return None
+            if method == "session/request_permission":
+                return await self._on_permission(params)
+            if method == "fs/read_text_file":
+                return await self._on_read(params)
+            if method == "fs/write_text_file":
+                return await self._on_write(params)
+            if is_notification:
+                log.info("ignoring the agent's notification %s", method)
+                return None
+            raise RequestError.method_not_found(method)
+        except RequestError:
+            if is_notification:
+                return None
+            raise
+        except FileAccessError as exc:
+            log.warning("%s failed: %s", method, exc)
+            raise RequestError(-32603, str(exc)) from None
+        except ValidationError as exc:
+            log.warning("ignoring a malformed %s from the agent: %s", method, exc)
+            if is_notification:
+                return None
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        except Exception as exc:
+            log.exception("handling the agent's %s failed", method)
+            if is_notification:
+                return None
+            raise RequestError(-32603, f"{type(exc).__name__}: {exc}") from None
+
+    def _on_update(self, params: Any) -> None:
+        from acp import schema
+        from pydantic import ValidationError
+
+        kind = params.get("update", {}).get("sessionUpdate") if isinstance(params, dict) else None
+        if not isinstance(params, dict) or params.get("sessionId") != self._session_id:
+            log.debug("ignoring an update for another session: %s", kind)
+            return
+        try:
+            notification = schema.SessionNotification.model_validate(params)
+        except ValidationError:
+            log.info("ignoring a session update the plugin does not know: %s", kind)
+            return
+        assert self._updates is not None
+        self._emit(*self._updates.translate(notification.update))
+
+    async def _on_permission(self, params: Any) -> Any:
+        from acp import schema
+
+        request = schema.RequestPermissionRequest.model_validate(params)
+        if request.session_id != self._session_id or self._updates is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        call = self._updates.permission(request.tool_call, request.options)
+        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._permissions[call.id] = _Permission(call, answer)
+        self._emit(self._updates.put(call))
+        self._settle()
+        try:
+            option_id = await answer
+        finally:
+            self._permissions.pop(call.id, None)
+        if option_id is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+    async def _on_read(self, params: Any) -> Any:
+        from acp import schema
+
+        request = schema.ReadTextFileRequest.model_validate(params)
+        assert self._files is not None
+        text = await self._files.read(request.path, request.line, request.limit)
+        return {"content": text}
+
+    async def _on_write(self, params: Any) -> Any:
+        from acp import schema
+
+        request = schema.WriteTextFileRequest.model_validate(params)
+        assert self._files is not None
+        try:
+            await self._files.write(request.path, request.content)
+        except Exception as exc:
+            self._emit(Notice(f"The agent's write to {request.path} failed: {exc}", "error"))
+            raise
+        return {}
+
+
+class AgentError(TransportError):
+    """The agent answered a request with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.data = data
+
+
+def acp_mcp_server(server: Mapping[str, Any]) -> dict[str, Any] | None:
+    """An MCP server as ACP's ``session/new`` takes it, from either ACP's shape
+    (``type``, ``url``, ``headers`` as a list of ``{name, value}``) or Gemini CLI's
+    settings shape (``httpUrl`` for Streamable HTTP, ``url`` for SSE, ``command``;
+    ``headers``/``env`` as tables)."""
+    name = server.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+
+    def pairs(value: Any) -> list[dict[str, str]]:
+        if isinstance(value, Mapping):
+            return [{"name": str(k), "value": str(v)} for k, v in value.items()]
+        if isinstance(value, list):
+            return [
+                {"name": str(p["name"]), "value": str(p["value"])}
+                for p in value
+                if isinstance(p, Mapping) and "name" in p and "value" in p
+            ]
+        return []
+
+    kind = server.get("type")
+    if kind in ("http", "sse") and isinstance(server.get("url"), str):
+        return {
+            "type": kind,
+            "name": name,
+            "url": server["url"],
+            "headers": pairs(server.get("headers")),
+        }
+    if isinstance(server.get("httpUrl"), str):
+        return {
+            "type": "http",
+            "name": name,
+            "url": server["httpUrl"],
+            "headers": pairs(server.get("headers")),
+        }
+    if isinstance(server.get("url"), str):
+        return {
+            "type": "sse",
+            "name": name,
+            "url": server["url"],
+            "headers": pairs(server.get("headers")),
+        }
+    if isinstance(server.get("command"), str):
+        return {
+            "name": name,
+            "command": server["command"],
+            "args": [str(a) for a in server.get("args") or []],
+            "env": pairs(server.get("env")),
+        }
+    return None
+
+
+def _error_text(exc: Exception) -> str:
+    """A JSON-RPC error's message, with its details when the message is generic."""
+    message = str(exc)
+    data = getattr(exc, "data", None)
+    details = data.get("details") if isinstance(data, Mapping) else data
+    if details and str(details) not in message:
+        message = f"{message}: {details}"
+    return message
+
+
+def _exit_text(child: _Child) -> str:
+    code = child.process.returncode
+    if code is None:
+        what = "the agent closed its output"
+    elif code < 0:
+        what = f"the agent was killed (signal {-code})"
+    else:
+        what = f"the agent exited (code {code})"
+    tail = " | ".join(
+        line if len(line) <= 160 else line[:157] + "..." for line in list(child.stderr)[-3:]
+    )
+    return what + (f": {tail}" if tail else "") + "; the next prompt starts it again"
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _plugin_version() -> str:
+    from ..server import SERVER_VERSION
+
+    return SERVER_VERSION

@@ -1,0 +1,76 @@
+"""A small ACP agent on stdio, for what the real ``gemini --acp`` cannot be made to do:
+print garbage on its stdout, hang on a prompt and ignore the cancel, or stream
+timestamped chunks at a set pace (bench/agent.py). Built on the agent side of the
+official ``agent-client-protocol`` package.
+
+The prompt's text says what to do:
+- ``garbage``: write a line that is not JSON-RPC to stdout, then answer normally;
+- ``hang``: never answer (and ignore ``session/cancel``);
+- ``exit``: exit at once, code 3, after a line on stderr;
+- ``stream COUNT SIZE INTERVAL_MS``: COUNT chunks of about SIZE characters, each
+  starting ``<t=NANOSECONDS>`` (CLOCK_MONOTONIC, as Neovim's ``vim.uv.hrtime()``);
+- anything else: the answer ``echo: <text>``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import uuid
+from typing import Any
+
+from acp import PROTOCOL_VERSION, run_agent, schema
+from acp.helpers import text_block, update_agent_message
+
+
+class FakeAgent:
+    def __init__(self) -> None:
+        self._client: Any = None
+
+    def on_connect(self, conn: Any) -> None:
+        self._client = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
+        return schema.InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=schema.AgentCapabilities(load_session=False),
+            agent_info=schema.Implementation(name="fake-acp-agent", version="0.0.1"),
+        )
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
+        return schema.NewSessionResponse(session_id=str(uuid.uuid4()))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        return None
+
+    async def _say(self, session_id: str, text: str) -> None:
+        await self._client.session_update(session_id, update_agent_message(text_block(text)))
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> Any:
+        words = " ".join(getattr(p, "text", "") for p in prompt).split()
+        command = words[0] if words else ""
+        if command == "garbage":
+            sys.stdout.buffer.write(b"Loaded cached credentials. (not JSON-RPC)\n")
+            sys.stdout.buffer.flush()
+            await self._say(session_id, "after the garbage")
+        elif command == "hang":
+            await asyncio.Event().wait()
+        elif command == "exit":
+            print("fake agent: exiting on purpose", file=sys.stderr, flush=True)
+            os._exit(3)
+        elif command == "stream":
+            count, size, interval = (int(w) for w in words[1:4])
+            for _ in range(count):
+                stamp = f"<t={time.monotonic_ns()}>"
+                await self._say(session_id, stamp + "x" * max(size - len(stamp) - 1, 0) + "\n")
+                if interval:
+                    await asyncio.sleep(interval / 1000)
+        else:
+            await self._say(session_id, "echo: " + " ".join(words))
+        return schema.PromptResponse(stop_reason="end_turn")
+
+
+if __name__ == "__main__":
+    asyncio.run(run_agent(FakeAgent()))  # type: ignore[arg-type]

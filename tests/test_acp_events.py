@@ -1,0 +1,235 @@
+"""ACP session updates as the panel's events (agent/acp_events.py), without a process:
+the shapes Gemini CLI 0.61.0 sends (client-behaviour.md, "ACP") and the other kinds
+of the schema, validated by the official package's models as the transport does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp import schema
+from gemini_companion.agent.acp import acp_mcp_server
+from gemini_companion.agent.acp_events import (
+    PLAN_CALL_ID,
+    UpdateTranslator,
+    commands_of,
+    prompt_blocks,
+)
+from gemini_companion.agent.model import (
+    CommandsUpdate,
+    MessageChunk,
+    Prompt,
+    Reference,
+    SessionUpdate,
+    ThoughtChunk,
+    ToolCallUpdate,
+)
+
+SESSION = "s-1"
+
+
+def update(body: dict[str, Any]) -> Any:
+    return schema.SessionNotification.model_validate({"sessionId": SESSION, "update": body}).update
+
+
+def text(kind: str, value: str) -> Any:
+    return update({"sessionUpdate": kind, "content": {"type": "text", "text": value}})
+
+
+def test_message_and_thought_chunks() -> None:
+    t = UpdateTranslator()
+    assert t.translate(text("agent_message_chunk", "Hello ")) == [MessageChunk("Hello ")]
+    assert t.translate(text("agent_thought_chunk", "**Planning**\nI think")) == [
+        ThoughtChunk("I think", subject="Planning")
+    ]
+    assert t.translate(text("agent_thought_chunk", "no subject")) == [ThoughtChunk("no subject")]
+
+
+def test_gemini_clis_mode_announcement_is_a_mode_change_not_text() -> None:
+    t = UpdateTranslator()
+    assert t.translate(text("agent_message_chunk", "[MODE_UPDATE] autoEdit")) == [
+        SessionUpdate({"mode": "autoEdit"})
+    ]
+    mode = update({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
+    assert t.translate(mode) == [SessionUpdate({"mode": "plan"})]
+
+
+def test_a_tool_call_is_one_call_updated_in_place_with_its_diff() -> None:
+    t = UpdateTranslator()
+    start = update(
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "c1",
+            "status": "in_progress",
+            "title": "Reading notes.txt",
+            "kind": "read",
+            "locations": [{"path": "/w/notes.txt", "line": 3}],
+        }
+    )
+    [first] = t.translate(start)
+    assert isinstance(first, ToolCallUpdate)
+    assert first.call.status == "executing"
+    assert first.call.locations == ("/w/notes.txt:3",)
+    done = update(
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c1",
+            "status": "completed",
+            "content": [
+                {"type": "diff", "path": "/w/notes.txt", "oldText": "a\n", "newText": "b\n"}
+            ],
+        }
+    )
+    [second] = t.translate(done)
+    assert isinstance(second, ToolCallUpdate)
+    assert second.call.id == "c1"
+    assert second.call.title == "Reading notes.txt"  # kept from the start
+    assert second.call.status == "succeeded"
+    assert second.call.result is not None
+    assert "-a" in second.call.result and "+b" in second.call.result
+    failed = update(
+        {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c1",
+            "status": "failed",
+            "content": [{"type": "content", "content": {"type": "text", "text": "boom"}}],
+        }
+    )
+    [third] = t.translate(failed)
+    assert isinstance(third, ToolCallUpdate)
+    assert third.call.error == "boom"
+
+
+def test_permission_requests_become_confirmations_of_the_right_kind() -> None:
+    t = UpdateTranslator()
+    options = [
+        schema.PermissionOption.model_validate(o)
+        for o in (
+            {
+                "optionId": "proceed_always",
+                "name": "Allow for this session",
+                "kind": "allow_always",
+            },
+            {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+        )
+    ]
+    edit = schema.ToolCallUpdate.model_validate(
+        {
+            "toolCallId": "w1",
+            "status": "pending",
+            "title": "Writing to notes.txt",
+            "kind": "edit",
+            "content": [
+                {"type": "diff", "path": "/w/notes.txt", "oldText": "old\n", "newText": "new\n"}
+            ],
+        }
+    )
+    call = t.permission(edit, options)
+    assert call.confirmation is not None
+    assert call.confirmation.kind == "edit"
+    assert call.confirmation.file_path == "/w/notes.txt"
+    assert call.confirmation.new_content == "new\n"
+    assert call.confirmation.option(None).id == "proceed_once"  # type: ignore[union-attr]
+    assert call.confirmation.option(None, reject=True).id == "cancel"  # type: ignore[union-attr]
+    shell = schema.ToolCallUpdate.model_validate(
+        {
+            "toolCallId": "x1",
+            "status": "pending",
+            "title": "rm -rf build",
+            "kind": "execute",
+            "content": [
+                {
+                    "type": "content",
+                    "content": {"type": "text", "text": "[current working directory /w] (clean)"},
+                }
+            ],
+        }
+    )
+    conf = t.permission(shell, options).confirmation
+    assert conf is not None
+    assert (conf.kind, conf.command, conf.directory, conf.description) == (
+        "exec",
+        "rm -rf build",
+        "/w",
+        "clean",
+    )
+
+
+def test_slash_commands_nest_their_sub_commands() -> None:
+    available = [
+        schema.AvailableCommand(name="memory", description="Manage memory."),
+        schema.AvailableCommand(name="memory show", description="Shows memory."),
+        schema.AvailableCommand(name="init", description="Analyzes the project"),
+    ]
+    commands = commands_of(available)
+    names = [n for c in commands for n in c.names()]
+    assert names == ["memory", "memory show", "init"]
+    event = UpdateTranslator().translate(
+        update(
+            {
+                "sessionUpdate": "available_commands_update",
+                "availableCommands": [{"name": "about", "description": "About"}],
+            }
+        )
+    )
+    assert isinstance(event[0], CommandsUpdate)
+    assert event[0].commands[0].name == "about"
+
+
+def test_a_plan_is_one_block_updated_in_place() -> None:
+    t = UpdateTranslator()
+    entries = [
+        {"content": "read", "priority": "high", "status": "completed"},
+        {"content": "write", "priority": "low", "status": "pending"},
+    ]
+    [first] = t.translate(update({"sessionUpdate": "plan", "entries": entries}))
+    assert isinstance(first, ToolCallUpdate)
+    assert first.call.id == PLAN_CALL_ID
+    assert first.call.live_output == "[x] read\n[ ] write"
+    entries[1]["status"] = "completed"
+    [second] = t.translate(update({"sessionUpdate": "plan", "entries": entries}))
+    assert isinstance(second, ToolCallUpdate)
+    assert second.call.status == "succeeded"
+
+
+def test_kinds_the_panel_does_not_show_are_ignored() -> None:
+    usage = update({"sessionUpdate": "usage_update", "used": 10, "size": 100})
+    assert UpdateTranslator().translate(usage) == []
+
+
+def test_references_become_resource_links_or_embedded_lines() -> None:
+    prompt = Prompt(
+        "explain",
+        (
+            Reference("/w/a.py"),
+            Reference("/w/b.py", 3, 5, "x = 1\ny = 2\nz = 3\n"),
+        ),
+    )
+    blocks = prompt_blocks(prompt, embedded_context=True)
+    assert blocks[0] == {"type": "text", "text": "explain"}
+    assert blocks[1] == {"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py"}
+    assert blocks[2]["type"] == "resource"
+    assert blocks[2]["resource"]["uri"] == "file:///w/b.py#L3-5"
+    assert blocks[2]["resource"]["text"] == "x = 1\ny = 2\nz = 3\n"
+    without = prompt_blocks(prompt, embedded_context=False)
+    assert without[2] == {"type": "text", "text": "@/w/b.py#L3-5"}
+    # what the schema accepts, so the agent does too
+    schema.PromptRequest.model_validate({"sessionId": SESSION, "prompt": blocks})
+
+
+def test_mcp_servers_in_either_shape() -> None:
+    assert acp_mcp_server(
+        {"name": "nvim", "httpUrl": "http://127.0.0.1:1/mcp", "headers": {"A": "b"}}
+    ) == {
+        "type": "http",
+        "name": "nvim",
+        "url": "http://127.0.0.1:1/mcp",
+        "headers": [{"name": "A", "value": "b"}],
+    }
+    assert acp_mcp_server({"name": "s", "command": "srv", "args": ["-x"]}) == {
+        "name": "s",
+        "command": "srv",
+        "args": ["-x"],
+        "env": [],
+    }
+    assert acp_mcp_server({"url": "http://x"}) is None
