@@ -15,7 +15,11 @@ the core, the batching and the drawing, without a network in between):
   would feel), and of ``nvim_eval("1")`` round trips from outside. Target under
   20 ms.
 
-Run: .venv/bin/python bench/agent.py [--runs N]
+Then the same over ACP with real agent processes (bench/agent_acp.py says how),
+and the time from ``:GeminiAgent`` to the first prompt being accepted by the real
+``gemini --acp``; ``--no-acp`` leaves them out.
+
+Run: .venv/bin/python bench/agent.py [--runs N] [--no-acp]
 """
 
 from __future__ import annotations
@@ -134,6 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--chunks", type=int, default=200)
+    parser.add_argument("--no-acp", action="store_true", help="only the scripted transport")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -159,6 +164,10 @@ def main() -> None:
                 f"1 MB streamed in {elapsed:.2f} s: longest vim.schedule stall {stall:.1f} ms,"
                 f" slowest nvim_eval('1') {worst_eval:.1f} ms"
             )
+        if not args.no_acp:
+            from agent_acp import report
+
+            report(root, manifest, args.runs, args.chunks)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """The ACP half of bench/agent.py (issue 12): the same figures with a real ACP child.
 
+Run by bench/agent.py; alone: .venv/bin/python bench/agent_acp.py [--runs N]
+
 - event -> transcript: from a text chunk being written by an ACP agent (the
   test-suite's small SDK agent, tests/agent_fakes/acp_agent.py, which stamps each
   chunk with CLOCK_MONOTONIC) to its line in the transcript buffer (``on_lines``,

@@ -316,11 +316,49 @@ local function check_a2a(a2a)
   end
 end
 
+---@param acp { cmd: string[], env: table<string, string> }
+local function check_acp(acp)
+  -- As for A2A: a warning only once the panel is in use.
+  local state = package.loaded["gemini_companion.agent.state"]
+  local current = state and state.current or { state = "stopped" }
+  local path = vim.fn.exepath(acp.cmd[1])
+  if path == "" then
+    local problem = current.state == "stopped" and health.info or health.warn
+    problem(
+      string.format(
+        "the ACP agent command %q is not on PATH (for the agent panel: npm install -g @google/gemini-cli,"
+          .. " or set agent.acp.cmd)",
+        acp.cmd[1]
+      )
+    )
+  else
+    health.ok(string.format("ACP agent: %s (%s)", table.concat(acp.cmd, " "), path))
+  end
+  if current.protocol ~= "acp" or current.state == "stopped" then
+    health.info("the agent is not running (:GeminiAgent starts it)")
+  elseif current.state == "error" then
+    health.warn("the agent: " .. tostring(current.detail), { "The next prompt starts it again; see the log file" })
+  else
+    health.ok(
+      string.format(
+        "running %s %s, session %s (mode %s, model %s)",
+        tostring(current.agent or "the agent"),
+        tostring(current.agent_version or ""),
+        tostring(current.session_id or "?"),
+        tostring(current.mode or "?"),
+        tostring(current.model or "?")
+      )
+    )
+  end
+end
+
 local function check_agent()
   local agent = require("gemini_companion.config").get().agent
   health.info("protocol: " .. agent.protocol .. " (agent.protocol)")
   if agent.protocol == "a2a" then
     check_a2a(agent.a2a)
+  else
+    check_acp(agent.acp)
   end
 end
 

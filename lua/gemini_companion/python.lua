@@ -3,7 +3,7 @@
 --- Python host starts; cheap enough for setup().
 local M = {}
 
-M.pinned_packages = { "pynvim", "mcp", "starlette", "uvicorn", "anyio", "a2a-sdk" }
+M.pinned_packages = { "pynvim", "mcp", "starlette", "uvicorn", "anyio", "a2a-sdk", "agent-client-protocol" }
 
 ---@class gemini_companion.BuildInfo
 ---@field ok boolean

@@ -587,7 +587,12 @@ class AcpTransport(Transport):
         self._auth_methods = [m for m in raw.get("authMethods") or [] if isinstance(m, dict)]
         info = response.agent_info
         self._agent = {"name": info.name, "version": info.version} if info else {}
-        self._emit(SessionUpdate({"agent": dict(self._agent) or None}))
+        # The same keys as the A2A transport's: checkhealth shows them.
+        self._emit(
+            SessionUpdate(
+                {"agent": self._agent.get("name"), "agent_version": self._agent.get("version")}
+            )
+        )
 
     async def _new_session(self) -> None:
         params = {"cwd": self.context.workspace, "mcpServers": self._mcp_servers()}
