@@ -339,12 +339,16 @@ def test_a_flood_of_idle_sockets_under_a_1024_fd_limit_does_not_lock_out_the_rea
     try:
         # The server keeps accepting (closing the oldest idle ones), so the flood
         # drains from the listen backlog, and its descriptors stay far from 1024.
+        shed = time.monotonic()
         wait_for(lambda: closed_by_peer(sockets) >= 1000, 30, "the host to shed idle sockets")
-        assert open_fds(pid) < baseline + 110
+        held = open_fds(pid) - baseline
+        assert held < 110
+        print(f"1100 idle sockets: shed in {time.monotonic() - shed:.2f} s, {held} held")
         client = IdeClientProcess(nvim.job_env(), nvim.sandbox.root)
         try:
             status = client.connect(timeout=30)
             assert status["status"] == "connected", status
+            print(f"real client connected in {status['connectMs']} ms during the flood")
         finally:
             client.close()
         assert open_fds(pid) < baseline + 110
