@@ -101,6 +101,11 @@ def bench_latency(nvim: Nvim, log: Path, chunks: int) -> list[float]:
         60,
         "every ping in the transcript",
     )
+    wait_for(
+        lambda: nvim.lua("return require('gemini_companion.agent').state().state") == "idle",
+        30,
+        "the ping prompt to end",
+    )
     seen = {int(k): v for k, v in nvim.lua("return _G.bench_seen").items()}
     emitted = {
         r["n"]: r["ns"]
@@ -117,7 +122,11 @@ def bench_stall(nvim: Nvim, size: int) -> tuple[float, float, float]:
     started = time.perf_counter()
     nvim.api.command(f"GeminiAgent stream {size}")
     # Round trips from outside while the stream is drawn.
+    deadline = time.monotonic() + 120
     while not done.is_set():
+        if time.monotonic() > deadline:
+            state = nvim.lua("return require('gemini_companion.agent').state()")
+            raise SystemExit(f"the 1 MB stream did not end: {state}")
         t0 = time.perf_counter()
         nvim.api.eval("1")
         worst_eval = max(worst_eval, (time.perf_counter() - t0) * 1000)
