@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -242,3 +243,15 @@ def running_nvim(sandbox: Sandbox, **kwargs: Any) -> Iterator[Nvim]:
         yield nvim
     finally:
         nvim.close()
+
+
+def answers_within(nvim: Nvim, seconds: float) -> bool:
+    """Neovim answers ``nvim_eval("1")`` within ``seconds`` (its main loop is free)."""
+    answered = threading.Event()
+
+    def ask() -> None:
+        if nvim.api.eval("1") == 1:
+            answered.set()
+
+    threading.Thread(target=ask, daemon=True).start()
+    return answered.wait(seconds)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import ROOT, Nvim, wait_for
+from harness import ROOT, Nvim, answers_within, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
@@ -267,6 +267,19 @@ def test_a_megabyte_streams_into_the_transcript_in_batches(agent_nvim: Nvim) -> 
         lambda: (n := transcript(nvim).count("x" * 99)) >= 10000 and n, 30, "all the lines"
     )
     assert count == 10000
+
+
+def test_a_long_agent_error_is_shown_cut_and_never_holds_neovim(agent_nvim: Nvim) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent fail long")
+    # In full in the transcript; in the message area only its first lines, so no
+    # more-prompt waits for a key with every RPC request behind it.
+    wait_transcript(nvim, '{"line": 299,')
+    assert answers_within(nvim, 5), "Neovim is held by the message"
+    shown = nvim.lua("return vim.api.nvim_exec2('messages', { output = true }).output")
+    assert "the model request failed:" in shown
+    assert '{"line": 1,' in shown and '{"line": 2,' not in shown
+    assert "(cut; in full in the agent's transcript)" in shown
 
 
 def test_a_bad_agent_option_is_refused_naming_it(nvim_factory: Callable[..., Nvim]) -> None:

@@ -15,7 +15,6 @@ import socket
 import stat
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from harness import ROOT, Nvim, Sandbox, wait_for
+from harness import ROOT, Nvim, Sandbox, answers_within, wait_for
 from ide_client import IdeClientProcess
 from mcp_client import (
     SyncMcpConnection,
@@ -44,18 +43,6 @@ vim.notify = function(m, l, o) table.insert(_G.messages, {m, l}); return notify(
 def conn(nvim: Nvim) -> Iterator[SyncMcpConnection]:
     with mcp_client(nvim.state()["port"], nvim.token()) as connection:
         yield connection
-
-
-def answers_within(nvim: Nvim, seconds: float) -> bool:
-    """Neovim answers ``nvim_eval("1")`` within ``seconds`` (its main loop is free)."""
-    answered = threading.Event()
-
-    def ask() -> None:
-        if nvim.api.eval("1") == 1:
-            answered.set()
-
-    threading.Thread(target=ask, daemon=True).start()
-    return answered.wait(seconds)
 
 
 def ui_snapshot(nvim: Nvim) -> Any:

@@ -34,11 +34,31 @@ function M._update(state)
   vim.cmd.redrawstatus({ bang = true })
 end
 
+--- A message from the Python side made short enough for the message area: its first
+--- lines, cut at a character boundary. Text from outside (an agent's error can quote a
+--- whole model request) would otherwise fill the screen, and Neovim's more-prompt
+--- holds the editor, RPC requests included, until a key is pressed.
+---@param message string
+---@param where string where the text can be read in full, named when it is cut
+---@return string
+function M.brief(message, where)
+  local lines = vim.split(message, "\n", { plain = true })
+  local short = table.concat(vim.list_slice(lines, 1, 3), "\n")
+  if vim.fn.strchars(short) > 300 then
+    short = vim.fn.strcharpart(short, 0, 300)
+  end
+  if short == message then
+    return message
+  end
+  return short .. " ... (cut; in full in " .. where .. ")"
+end
+
 --- Called by the Python side to show a message.
 ---@param message string
 ---@param level integer
 function M._notify(message, level)
-  vim.notify(message, level, { title = "Gemini companion" })
+  local where = "the log file " .. require("gemini_companion.config").log_file()
+  vim.notify(M.brief(message, where), level, { title = "Gemini companion" })
 end
 
 --- Forget the published state (the host is gone): clears what was exported.

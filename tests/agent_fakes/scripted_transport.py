@@ -109,6 +109,10 @@ class ScriptedTransport(Transport):
             )
             self._update(ToolCall("edit-1", "write_file", "pending", confirmation=conf))
             return
+        elif text == "fail long":
+            # An agent's error can quote a whole model request (gemini --acp does).
+            lines = "\n".join(f'{{"line": {i}, "text": "{"y" * 200}"}}' for i in range(300))
+            raise TransportError(f"the model request failed:\n{lines}")
         elif text == "slow":
             self.events.emit(MessageChunk("Working"))
             self._cancelled.clear()

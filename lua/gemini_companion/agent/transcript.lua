@@ -141,7 +141,8 @@ function M._apply(ops)
     if op.op == "state" then
       require("gemini_companion.agent.state")._update(op.state)
     elseif op.op == "notify" then
-      vim.notify(op.text, levels[op.level] or vim.log.levels.INFO, { title = "Gemini agent" })
+      local text = require("gemini_companion.state").brief(op.text, "the agent's transcript")
+      vim.notify(text, levels[op.level] or vim.log.levels.INFO, { title = "Gemini agent" })
     elseif op.op == "checktime" then
       pcall(vim.cmd.checktime)
     end

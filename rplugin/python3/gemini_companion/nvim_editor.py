@@ -79,6 +79,7 @@ class NvimEditor:
         self._send("state", dict(state))
 
     def notify(self, message: str, level: int = INFO) -> None:
+        log.info("message for the user: %s", message)  # Lua shows it cut when long
         self._send("notify", message, level)
 
     def server_stopped(self) -> None:
