@@ -410,3 +410,35 @@ def test_a_missing_agent_command_says_what_to_install(
     state = agent.wait_state("the error", lambda s: s["state"] == "error", timeout=30)
     assert "'no-such-gemini-here' was not found" in state["detail"]
     assert "npm install -g @google/gemini-cli" in state["detail"]
+
+
+@pytest.mark.parametrize("method", [None, "gemini-api-key"])
+def test_an_agent_that_needs_a_login_names_its_login_methods_or_runs_the_chosen_one(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path, method: str | None
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fake = write_responses(tmp_path / "fake-responses.jsonl", [[[text("never sent")]]])
+    cmd = ["node", str(GEMINI_JS), "--acp", "--fake-responses-non-strict", str(fake)]
+    acp: dict[str, Any] = {"cmd": cmd}
+    if method:
+        acp["auth_method"] = method
+    nvim = nvim_factory(
+        cwd=work,
+        setup={"agent": {"protocol": "acp", "acp": acp}},
+        # No key anywhere: the CLI's API-key login cannot work, so it asks for one.
+        env={"HOME": str(gemini_home(tmp_path)), "GEMINI_API_KEY": "", "GOOGLE_API_KEY": ""},
+    )
+    nvim.wait_running()
+    agent = Agent(nvim, tmp_path, fake, work)
+    nvim.api.command("GeminiAgent hello")
+    if method is None:
+        shown = agent.wait_transcript("the agent needs a login")
+        assert "'gemini-api-key'" in shown and "'oauth-personal'" in shown
+        assert "set agent.acp.auth_method to one of them" in shown
+    else:
+        # The chosen method is run (``authenticate``) and why it cannot work is told.
+        shown = agent.wait_transcript("Gemini API key is missing")
+        log = Path(nvim.lua("return require('gemini_companion.config').log_file()"))
+        assert "authenticating with gemini-api-key" in log.read_text()
+    assert "never sent" not in shown
