@@ -277,3 +277,72 @@ def test_a_missing_server_command_or_credentials_get_a_clear_message(
     nvim.api.command("GeminiAgent hi")
     state = wait_agent(nvim, "the error", lambda s: s["state"] == "error")
     assert "needs credentials: set GEMINI_API_KEY" in state["detail"]
+
+
+def test_neovims_tools_reach_the_agent_after_an_mcp_confirmation(
+    agent_nvim: Nvim, fake: FakeGemini, workspace: Path, tmp_path: Path
+) -> None:
+    nvim = agent_nvim
+    source = workspace / "code.txt"
+    source.write_text("saved text\n")
+    nvim.api.command(f"edit {source}")
+    nvim.api.current.buffer[:] = ["unsaved text only Neovim knows"]
+    fake.add(
+        call_turn("readBuffer", {"filePath": str(source)}),
+        text_turn("I read your buffer."),
+    )
+    nvim.api.command("GeminiAgent read my buffer")
+    state = wait_agent(nvim, "the MCP confirmation", lambda s: bool(s["pending"]), START)
+    # The model was offered Neovim's tools by the real server.
+    declared = str(fake.stream_requests()[0]["body"].get("tools"))
+    for tool in ("readBuffer", "getDiagnostics", "listOpenBuffers"):
+        assert tool in declared, f"{tool} not offered to the model"
+    pending = state["pending"][0]
+    assert pending["kind"] == "mcp"
+    assert (pending["server"], pending["tool"]) == ("nvim", "readBuffer")
+    assert [o["id"] for o in pending["options"]] == [
+        "proceed_once",
+        "proceed_always_tool",
+        "proceed_always_server",
+        "cancel",
+    ]
+    shown = transcript(nvim)
+    assert "MCP server nvim, tool readBuffer" in shown
+    assert "[proceed_always_server]" in shown
+    # Nothing runs before the answer: the model has not been given the buffer.
+    assert len(fake.stream_requests()) == 1
+    nvim.api.command("GeminiAccept")
+    wait_transcript(nvim, "I read your buffer.")
+    result = str(fake.stream_requests()[1]["body"]["contents"])
+    assert "functionResponse" in result
+    assert "unsaved text only Neovim knows" in result
+    # The user's own Gemini home is untouched: the server's home was private.
+    assert not (tmp_path / "home" / ".gemini" / "extensions").exists()
+
+
+def test_the_servers_stderr_lands_in_the_plugins_log(
+    nvim_factory: Callable[..., Nvim], fake: FakeGemini, workspace: Path, tmp_path: Path
+) -> None:
+    # A broken user settings file: the real server reports it on stderr at start
+    # (read through the private home, which links the user's settings).
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text("{ this is not json")
+    nvim = nvim_factory(cwd=workspace, setup=a2a_setup(fake, home))
+    nvim.wait_running()
+    fake.add(text_turn("Started anyway."))
+    nvim.api.command("GeminiAgent hi")
+    wait_transcript(nvim, "Started anyway.", START)
+
+    def logged() -> str | None:
+        text = nvim.sandbox.log_file.read_text(errors="replace")
+        lines = [
+            line
+            for line in text.splitlines()
+            if "gemini_companion.agent.a2a.server: stderr: " in line
+            and "Errors loading settings" in line
+        ]
+        return lines[0] if lines else None
+
+    wait_for(logged, 30, "the server's stderr line in the plugin's log")
+    assert "settings.json" in nvim.sandbox.log_file.read_text(errors="replace")

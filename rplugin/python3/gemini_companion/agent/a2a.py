@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import devtool
+from .gemini_home import PrivateHome
 from .model import (
     CommandsUpdate,
     MessageChunk,
@@ -116,6 +117,7 @@ class A2ATransport(Transport):
         super().__init__(context)
         self._events: EventSink | None = None
         self._process: asyncio.subprocess.Process | None = None
+        self._home: PrivateHome | None = None
         self._readers: list[asyncio.Task[None]] = []
         self._watcher: asyncio.Task[None] | None = None
         self._http: httpx.AsyncClient | None = None
@@ -265,6 +267,13 @@ class A2ATransport(Transport):
         env.setdefault("GIT_AUTHOR_EMAIL", "gemini-agent@localhost")
         env.setdefault("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
         env.setdefault("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
+        self._remove_home()
+        try:
+            # Neovim's tools, through a Gemini home of the server's own (gemini_home.py).
+            self._home = PrivateHome.create(env, self.context.mcp_servers, _plugin_version())
+        except OSError as exc:
+            raise TransportError(f"could not make the A2A server's private home: {exc}") from exc
+        env["GEMINI_CLI_HOME"] = self._home.path
         log.info("starting the A2A server: %s in %s", argv, workspace)
         try:
             process = await asyncio.create_subprocess_exec(
@@ -278,14 +287,15 @@ class A2ATransport(Transport):
                 preexec_fn=_die_with_parent(),
             )
         except OSError as exc:
+            self._remove_home()
             raise TransportError(f"could not start {argv[0]}: {exc}: {INSTALL_HINT}") from exc
         self._process = process
         loop = asyncio.get_running_loop()
         port: asyncio.Future[int] = loop.create_future()
         assert process.stdout is not None and process.stderr is not None
         self._readers = [
-            loop.create_task(self._read_output(process.stdout, port)),
-            loop.create_task(self._read_output(process.stderr, port)),
+            loop.create_task(self._read_output(process.stdout, port, "stdout")),
+            loop.create_task(self._read_output(process.stderr, port, "stderr")),
         ]
         try:
             number = await asyncio.wait_for(self._wait_port(process, port), START_TIMEOUT)
@@ -316,7 +326,9 @@ class A2ATransport(Transport):
         lines = [line for line in self._output_tail if line.strip()][-5:]
         return (":\n" + "\n".join(lines)) if lines else ""
 
-    async def _read_output(self, stream: asyncio.StreamReader, port: asyncio.Future[int]) -> None:
+    async def _read_output(
+        self, stream: asyncio.StreamReader, port: asyncio.Future[int], name: str
+    ) -> None:
         while True:
             try:
                 raw = await stream.readline()
@@ -326,7 +338,7 @@ class A2ATransport(Transport):
                 return
             line = raw.decode("utf-8", "replace").rstrip()
             self._output_tail.append(line)
-            server_log.info("%s", line)
+            server_log.info("%s: %s", name, line)
             match = READY.search(line)
             if match and not port.done():
                 port.set_result(int(match.group(1)))
@@ -335,6 +347,8 @@ class A2ATransport(Transport):
         code = await process.wait()
         if self._stopping:
             return
+        if self._process is process:
+            self._remove_home()
         self._connected = False
         log.error("the A2A server exited with code %s", code)
         self.events.emit(
@@ -346,9 +360,15 @@ class A2ATransport(Transport):
         )
         await self._close_http()
 
+    def _remove_home(self) -> None:
+        home, self._home = self._home, None
+        if home is not None:
+            home.remove()
+
     async def _kill(self) -> None:
         process, self._process = self._process, None
         if process is None or process.returncode is not None:
+            self._remove_home()
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
@@ -358,6 +378,7 @@ class A2ATransport(Transport):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             await process.wait()
+        self._remove_home()
 
     async def _close_http(self) -> None:
         client, self._client = self._client, None
@@ -632,6 +653,12 @@ class A2ATransport(Transport):
             raise TransportError(f"/{name}: {error}")
         self.events.emit(MessageChunk(_command_output(payload)))
         self.events.emit(TurnEnd())
+
+
+def _plugin_version() -> str:
+    from ..server import SERVER_VERSION
+
+    return SERVER_VERSION
 
 
 def _command_output(payload: Any) -> str:

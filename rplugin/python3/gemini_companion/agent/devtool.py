@@ -325,7 +325,7 @@ def _coder_confirmation(details: Mapping[str, Any]) -> Confirmation:
             "mcp",
             title,
             server=details.get("serverName"),
-            tool=details.get("toolDisplayName") or details.get("toolName"),
+            tool=details.get("toolName") or details.get("toolDisplayName"),
             **common,
         )
     description = details.get("prompt") or details.get("description")
