@@ -442,3 +442,48 @@ def test_an_agent_that_needs_a_login_names_its_login_methods_or_runs_the_chosen_
         log = Path(nvim.lua("return require('gemini_companion.config').log_file()"))
         assert "authenticating with gemini-api-key" in log.read_text()
     assert "never sent" not in shown
+
+
+def test_the_agents_reads_are_refused_off_regular_files_and_outside_the_workspace(
+    fake_agent: Agent,
+) -> None:
+    """``fs/read_text_file`` follows openDiff's policy: a FIFO is refused at once, as
+    is a file outside the workspace that is not open in Neovim (a link to /dev/zero
+    included); a loaded buffer is served with its unsaved text."""
+    nvim, work = fake_agent.nvim, fake_agent.work
+    fifo = work / "pipe"
+    os.mkfifo(fifo)
+    (work / "zero").symlink_to("/dev/zero")
+    outside = fake_agent.root / "outside.txt"
+    outside.write_text("saved outside\n")
+    answers: list[str] = []
+
+    def read(path: Path) -> str:
+        """The agent's answer to ``read PATH``, once its turn is over."""
+        nvim.api.command(f"GeminiAgent read {path}")
+
+        def answer(state: dict[str, Any]) -> bool:
+            found = [
+                line
+                for line in fake_agent.transcript().splitlines()
+                if line.startswith(("read: ", "read failed: "))
+            ]
+            if state["state"] != "idle" or len(found) <= len(answers):
+                return False
+            answers.append(found[-1])
+            return True
+
+        fake_agent.wait_state(f"the answer to reading {path}", answer)
+        return answers[-1]
+
+    assert "is not a regular file (a pipe, device or socket)" in read(fifo)
+    assert nvim.api.eval("1 + 1") == 2  # Neovim answers; no thread is held
+    assert "outside the workspace folders" in read(work / "zero")
+    refused = read(outside)
+    assert "outside the workspace folders" in refused
+    assert "diff.allowed_dirs" in refused
+
+    nvim.api.command(f"edit {outside}")
+    nvim.api.command("normal! ggccunsaved outside")
+    assert read(outside) == "read: unsaved outside"
+    assert read(work / "missing").startswith("read failed:")

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gemini_companion.agent.files import EditorFiles, FileAccessError, select_lines
+from gemini_companion.agent.files import (
+    MAX_READ_BYTES,
+    EditorFiles,
+    FileAccessError,
+    select_lines,
+)
 from gemini_companion.agent.merge import MergeConflictError, merge
+from gemini_companion.diff import PathPolicy
 from harness import Nvim
 
 # -- merge.py ---------------------------------------------------------------------------
@@ -208,3 +215,45 @@ def test_an_accepted_edit_writes_the_users_version_instead_of_the_proposal(
     asyncio.run(scenario())
     assert target.read_text() == "proposal\n# the user's line\n"
     assert buffer_lines(editor_nvim, target) == ["proposal", "# the user's line"]
+
+
+# -- the path policy (openDiff's, diff.py) ---------------------------------------------
+
+
+def test_paths_with_control_characters_and_files_too_large_are_refused(
+    editor_nvim: Nvim, tmp_path: Path
+) -> None:
+    files, _ = files_for(editor_nvim)
+    with pytest.raises(FileAccessError, match="control character"):
+        asyncio.run(files.read(str(tmp_path / "a\x1b[2Jb.txt")))
+    with pytest.raises(FileAccessError, match="control character"):
+        asyncio.run(files.write(str(tmp_path / "line\nbreak.txt"), "x"))
+    assert not list(tmp_path.glob("*break*"))
+    big = tmp_path / "big.log"
+    with big.open("wb") as f:
+        f.truncate(MAX_READ_BYTES + 1)  # sparse: nothing is really written
+    with pytest.raises(FileAccessError, match="larger than 20 MiB"):
+        asyncio.run(files.read(str(big)))
+
+
+def test_writes_to_a_fifo_or_outside_the_workspace_are_refused(
+    editor_nvim: Nvim, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    fifo = work / "pipe"
+    os.mkfifo(fifo)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("kept\n")
+    editor = LuaEditor(editor_nvim)
+    files = EditorFiles(editor, lambda: PathPolicy.of([str(work)]))  # type: ignore[arg-type]
+    with pytest.raises(FileAccessError, match="not a regular file"):
+        asyncio.run(files.write(str(fifo), "never\n"))
+    with pytest.raises(FileAccessError, match="outside the workspace folders"):
+        asyncio.run(files.write(str(outside), "clobbered\n"))
+    (work / "escape").symlink_to(outside)
+    with pytest.raises(FileAccessError, match="outside the workspace folders"):
+        asyncio.run(files.write(str(work / "escape"), "clobbered\n"))
+    assert outside.read_text() == "kept\n"
+    asyncio.run(files.write(str(work / "new.txt"), "inside\n"))
+    assert (work / "new.txt").read_text() == "inside\n"

@@ -7,6 +7,8 @@ The prompt's text says what to do:
 - ``garbage``: write a line that is not JSON-RPC to stdout, then answer normally;
 - ``hang``: never answer (and ignore ``session/cancel``);
 - ``exit``: exit at once, code 3, after a line on stderr;
+- ``read PATH``: ask the client for the file (``fs/read_text_file``) and answer
+  ``read: <its text>`` or ``read failed: <the client's error>``;
 - ``stream COUNT SIZE INTERVAL_MS``: COUNT chunks of about SIZE characters, each
   starting ``<t=NANOSECONDS>`` (CLOCK_MONOTONIC, as Neovim's ``vim.uv.hrtime()``);
 - anything else: the answer ``echo: <text>``.
@@ -60,6 +62,12 @@ class FakeAgent:
         elif command == "exit":
             print("fake agent: exiting on purpose", file=sys.stderr, flush=True)
             os._exit(3)
+        elif command == "read":
+            try:
+                read = await self._client.read_text_file(path=words[1], session_id=session_id)
+                await self._say(session_id, "read: " + read.content)
+            except Exception as exc:
+                await self._say(session_id, f"read failed: {exc}")
         elif command == "stream":
             count, size, interval = (int(w) for w in words[1:4])
             for _ in range(count):

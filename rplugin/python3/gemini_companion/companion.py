@@ -160,7 +160,7 @@ class ServerRun:
         server_options = ServerOptions(token=token, keep_alive_seconds=options.keep_alive_seconds)
         if options.max_body_bytes:
             server_options.max_body_bytes = options.max_body_bytes
-        self.diffs = DiffController(editor, self._notify_session, self._path_policy)
+        self.diffs = DiffController(editor, self._notify_session, self.path_policy)
         endpoints = {IDE_PATH: ide_tools(self.diffs)}
         self.tools: NeovimTools | None = None
         if options.tools_enabled:
@@ -246,7 +246,7 @@ class ServerRun:
         self.diffs.session_closed(session_id)
         self._publish(self, self.state())
 
-    def _path_policy(self) -> PathPolicy:
+    def path_policy(self) -> PathPolicy:
         """Where diffs may show files: the workspace folders and ``diff.allowed_dirs``."""
         return PathPolicy.of([*self._workspace_dirs, *self._allowed_dirs])
 
@@ -482,7 +482,12 @@ class Companion:
             from .agent.service import AgentService
 
             self._agent = AgentService(
-                self._editor, run.server, self._env, run.terminal_env, self._agent_mcp_servers
+                self._editor,
+                run.server,
+                self._env,
+                run.terminal_env,
+                self._agent_mcp_servers,
+                path_policy=run.path_policy,
             )
             self._agent_run = run
         self._agent.request(action, args)

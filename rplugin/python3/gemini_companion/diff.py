@@ -73,6 +73,12 @@ def _string_argument(tool: str, arguments: Mapping[str, Any], name: str) -> str:
 # message or a log line, an escape would reach the terminal.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
+
+def has_control(text: str) -> bool:
+    """``text`` holds a control character (C0, DEL or C1)."""
+    return _CONTROL.search(text) is not None
+
+
 # Paths in error messages are cut to this many characters (a path can be any length).
 MAX_PATH_SHOWN = 200
 

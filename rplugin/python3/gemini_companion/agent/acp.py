@@ -260,7 +260,7 @@ class AcpTransport(Transport):
 
         if self._updates is None:
             self._updates = UpdateTranslator()
-            self._files = EditorFiles(self.context.editor)
+            self._files = EditorFiles(self.context.editor, self.context.paths)
             self._store = SessionStore(
                 self.options.sessions_file or default_path(dict(self.context.env))
             )

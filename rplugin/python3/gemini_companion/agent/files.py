@@ -8,6 +8,13 @@ not touch the same lines (merge.py), and a write that would clobber them is
 refused with an error the agent and the user both read. Files not loaded in
 Neovim are read and written on disk.
 
+The same path policy as IDE mode's ``openDiff`` (diff.py) holds: a path with a
+control character is refused; a file not loaded in Neovim is reached only under
+the workspace folders, the agent's workspace and ``diff.allowed_dirs``
+(:class:`~gemini_companion.diff.PathPolicy`); on disk only regular files are read or
+written, links resolved (a FIFO would hold a worker thread for ever, ``/dev/zero``
+never ends), and a read stops at :data:`MAX_READ_BYTES`.
+
 An edit the user reviewed in the diff tab and accepted with changes is recorded
 with :meth:`EditorFiles.expect_write`: the agent then writes its own proposal
 (it knows nothing of the user's version), and the user's version is what lands.
@@ -20,12 +27,15 @@ answered by lua/gemini_companion/agent/files.lua).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-from collections.abc import Mapping
+import stat
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..diff import PathPolicy, has_control, shown
 from ..editor import Editor
 from ..text import from_buffer, to_buffer
 from .merge import MergeConflictError, hunks, merge
@@ -35,6 +45,10 @@ log = logging.getLogger(__name__)
 # A buffer changed between our read and our write (the user typed): read again,
 # merge again. More attempts than this means someone types faster than we merge.
 _APPLY_ATTEMPTS = 3
+
+# The most the agent reads of one file: the Gemini CLI's own read tool refuses
+# files over 20 MB, and a larger text only fills the agent's context and memory.
+MAX_READ_BYTES = 20 * 1024 * 1024
 
 
 class FileAccessError(Exception):
@@ -79,8 +93,13 @@ def select_lines(text: str, line: int | None, limit: int | None) -> str:
 class EditorFiles:
     """``fs/read_text_file`` and ``fs/write_text_file`` through Neovim's buffers."""
 
-    def __init__(self, editor: Editor) -> None:
+    def __init__(
+        self, editor: Editor, policy: Callable[[], PathPolicy | None] = lambda: None
+    ) -> None:
+        """``policy`` gives the folders files not loaded in Neovim may be reached in;
+        None: anywhere."""
         self._editor = editor
+        self._policy = policy
         # What the agent last read of each file (the whole text): the base its next
         # write of that file was computed from.
         self._read: dict[str, str] = {}
@@ -91,6 +110,17 @@ class EditorFiles:
         raw = await asyncio.wrap_future(self._editor.read_buffer(path))
         return BufferState.from_lua(raw) if isinstance(raw, Mapping) else None
 
+    def _check_reach(self, path: str) -> None:
+        """A file not loaded in Neovim: refused outside the policy's folders."""
+        policy = self._policy()
+        if policy is not None and not policy.allows(path):
+            roots = ", ".join(policy.roots) or "none"
+            raise FileAccessError(
+                f"{shown(path)} is outside the workspace folders ({roots}) and not open in"
+                " Neovim: refused. Open the file in Neovim first, or add its folder to the"
+                " diff.allowed_dirs option."
+            )
+
     # -- reads ---------------------------------------------------------------------------
 
     async def read(self, path: str, line: int | None = None, limit: int | None = None) -> str:
@@ -98,15 +128,18 @@ class EditorFiles:
         buffer = await self._buffer(path)
         if buffer is not None:
             text = buffer.text
+            if len(text) > MAX_READ_BYTES:  # characters: at least as many bytes
+                raise FileAccessError(_too_large(path))
         else:
+            self._check_reach(path)
             try:
                 text = await asyncio.to_thread(_read_disk, path)
             except FileNotFoundError:
-                raise FileAccessError(f"{path} does not exist") from None
+                raise FileAccessError(f"{shown(path)} does not exist") from None
             except IsADirectoryError:
-                raise FileAccessError(f"{path} is a directory") from None
+                raise FileAccessError(f"{shown(path)} is a directory") from None
             except OSError as exc:
-                raise FileAccessError(f"cannot read {path}: {exc.strerror or exc}") from None
+                raise FileAccessError(f"cannot read {shown(path)}: {exc.strerror or exc}") from None
         self._read[path] = text
         return select_lines(text, line, limit)
 
@@ -134,6 +167,7 @@ class EditorFiles:
         for _ in range(_APPLY_ATTEMPTS):
             buffer = await self._buffer(path)
             if buffer is None:
+                self._check_reach(path)
                 await self._write_disk(path, content)
                 break
             if await self._write_buffer(path, buffer, base, content):
@@ -146,7 +180,7 @@ class EditorFiles:
         try:
             await asyncio.to_thread(_write_disk, path, content)
         except OSError as exc:
-            raise FileAccessError(f"cannot write {path}: {exc.strerror or exc}") from None
+            raise FileAccessError(f"cannot write {shown(path)}: {exc.strerror or exc}") from None
 
     async def _write_buffer(
         self, path: str, buffer: BufferState, base: str | None, content: str
@@ -191,12 +225,51 @@ class EditorFiles:
 
 def _check_path(path: str) -> None:
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
-        raise FileAccessError(f"not an absolute file path: {path!r}")
+        raise FileAccessError(f"not an absolute file path: {shown(str(path))}")
+    if has_control(path):
+        raise FileAccessError(
+            f"the path contains a control character (newline, escape, ...): {shown(path)}"
+        )
+
+
+def _too_large(path: str) -> str:
+    return f"{shown(path)} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB: not read"
+
+
+class _NotRegularError(OSError):
+    pass
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """A descriptor of ``path`` (links followed) if it is a regular file. Opened
+    without blocking and checked on the descriptor: a FIFO never holds the thread and
+    nothing can be swapped in between the check and the use."""
+    with contextlib.suppress(FileNotFoundError):
+        _check_regular(path, os.stat(path).st_mode)  # a FIFO with no reader: say what
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    try:
+        _check_regular(path, os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_regular(path: str, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        what = "a directory" if stat.S_ISDIR(mode) else "a pipe, device or socket"
+        raise _NotRegularError(f"{shown(path)} is not a regular file ({what})")
 
 
 def _read_disk(path: str) -> str:
-    with open(path, "rb") as f:
-        data = f.read()
+    try:
+        fd = _open_regular(path, os.O_RDONLY)
+    except _NotRegularError as exc:
+        raise FileAccessError(f"{exc}: only regular files are read") from None
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_READ_BYTES + 1)  # a file growing meanwhile is bounded too
+    if len(data) > MAX_READ_BYTES:
+        raise FileAccessError(_too_large(path))
     return data.decode("utf-8", errors="replace")
 
 
@@ -204,5 +277,10 @@ def _write_disk(path: str, content: str) -> None:
     directory = os.path.dirname(path)
     if directory:
         os.makedirs(directory, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as f:
+    try:
+        fd = _open_regular(path, os.O_WRONLY | os.O_CREAT)
+    except _NotRegularError as exc:
+        raise FileAccessError(f"{exc}: only regular files are written") from None
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f.truncate(0)
         f.write(content)

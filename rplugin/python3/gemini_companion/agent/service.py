@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .transport import Transport, TransportContext, TransportError
 
 if TYPE_CHECKING:
+    from ..diff import PathPolicy
     from ..editor import Editor
     from .review import DiffReview
     from .session import AgentSession
@@ -102,8 +103,14 @@ class AgentService:
         env: Mapping[str, str],
         terminal_env: Callable[[], Mapping[str, str]],
         mcp_servers: Callable[[], list[Mapping[str, Any]]] | None = None,
+        *,
+        path_policy: Callable[[], PathPolicy] | None = None,
     ) -> None:
+        """``path_policy``: where IDE mode's diffs may show files (the workspace
+        folders and ``diff.allowed_dirs``); the agent's file access follows it, its
+        own workspace added. None: anywhere."""
         self._editor = editor
+        self._path_policy = path_policy
         self._runner = runner
         self._env = dict(env)
         self._terminal_env = terminal_env
@@ -111,6 +118,14 @@ class AgentService:
         self._session: AgentSession | None = None
         self._review: DiffReview | None = None
         self._options: AgentOptions | None = None
+
+    def _agent_paths(self, workspace: str) -> Callable[[], PathPolicy | None]:
+        base = self._path_policy
+        if base is None:
+            return lambda: None
+        from ..diff import PathPolicy
+
+        return lambda: PathPolicy.of([*base().roots, workspace])
 
     @property
     def session(self) -> AgentSession | None:
@@ -128,6 +143,7 @@ class AgentService:
             editor=self._editor,
             options=options.protocols.get(options.protocol, {}),
             mcp_servers=self._mcp_servers() if self._mcp_servers else [],
+            paths=self._agent_paths(options.workspace),
         )
         transport = cls(context)
         holder: list[AgentSession] = []

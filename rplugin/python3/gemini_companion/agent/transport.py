@@ -49,11 +49,12 @@ prompt when :attr:`Transport.connected` is false.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..diff import PathPolicy
     from ..editor import Editor
     from .model import AgentEvent, Prompt
 
@@ -82,7 +83,8 @@ class TransportContext:
     the IDE companion); ``workspace`` the directory the agent works in;
     ``mcp_servers`` the MCP servers the plugin wants the agent to have (each a
     mapping in the agent's configuration shape); ``editor`` reaches Neovim
-    (thread-safe, never blocks).
+    (thread-safe, never blocks); ``paths`` gives the folders where the agent may
+    read and write files not loaded in Neovim (None: anywhere).
     """
 
     workspace: str
@@ -90,6 +92,7 @@ class TransportContext:
     editor: Editor
     options: Mapping[str, Any] = field(default_factory=dict)
     mcp_servers: Sequence[Mapping[str, Any]] = ()
+    paths: Callable[[], PathPolicy | None] = lambda: None
 
 
 class Transport(abc.ABC):
