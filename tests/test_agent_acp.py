@@ -441,6 +441,12 @@ def test_an_agent_that_needs_a_login_names_its_login_methods_or_runs_the_chosen_
         shown = agent.wait_transcript("Gemini API key is missing")
         log = Path(nvim.lua("return require('gemini_companion.config').log_file()"))
         assert "authenticating with gemini-api-key" in log.read_text()
+        # The panel's connect and its first prompt wait for the same start: one
+        # failure, told once, and one CLI started.
+        agent.wait_state("the start failed", lambda s: s["state"] == "error")
+        shown = agent.transcript()
+        assert shown.count("Gemini API key is missing") == 1, shown
+        assert log.read_text().count("authenticating with gemini-api-key") == 1
     assert "never sent" not in shown
 
 

@@ -317,10 +317,13 @@ def test_a_start_failure_is_shown_and_the_next_prompt_tries_again(
     async def main() -> None:
         session, editor, _ = make(tmp_path)
         monkeypatch.setenv("SCRIPTED_TRANSPORT_FAIL", "1")
+        # The panel opens (connect) and sends its first prompt at once: both wait for
+        # the one start, and its failure is shown once.
+        session.request("connect", {})
         session.request("prompt", {"text": "hi"})
         await settle(session)
         assert session.state()["state"] == "error"
-        assert "[Error] scripted start failure" in editor.text()
+        assert editor.text().count("[Error] scripted start failure") == 1, editor.text()
         monkeypatch.delenv("SCRIPTED_TRANSPORT_FAIL")
         session.request("prompt", {"text": "hi"})
         await settle(session)

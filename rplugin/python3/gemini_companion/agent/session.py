@@ -15,6 +15,7 @@ is answered without the user.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -92,6 +93,17 @@ def _references(raw: Any) -> tuple[Reference, ...]:
     return tuple(refs)
 
 
+# How many starts a request's task had seen when the request arrived (in the task's
+# context): a start that failed after that is its answer too.
+_STARTS_SEEN: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "gemini_companion_starts_seen", default=None
+)
+
+
+class _ShownStartFailureError(TransportError):
+    """The start this request waited for failed, and its failure is shown already."""
+
+
 class AgentSession:
     """The panel's core. Use on its loop only; ``request`` is the entry from Neovim."""
 
@@ -108,6 +120,11 @@ class AgentSession:
         self.commands: tuple[SlashCommand, ...] = ()
         self._turn: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()
+        # Start attempts so far, and the last one's failure: requests that waited for
+        # a start that failed get that failure, already shown, rather than a second
+        # start (the panel's connect and its first prompt arrive together).
+        self._starts = 0
+        self._start_failure: TransportError | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reviewing: set[str] = set()
         self._stopped = False
@@ -303,6 +320,7 @@ class AgentSession:
         if handler is None:
             self._notice(f"unknown agent request {action!r}", "error")
             return
+        _STARTS_SEEN.set(self._starts)  # this callback's own context: the task's copy
         self._spawn(self._guarded(handler, args))
 
     async def _guarded(self, handler: Any, args: Mapping[str, Any]) -> None:
@@ -310,6 +328,8 @@ class AgentSession:
             await handler(args)
         except BadRequestError as exc:
             self.view.notify(f"Gemini agent: {exc}", "warning")
+        except _ShownStartFailureError:
+            pass  # the request that made the start shows why it failed
         except TransportError as exc:
             self._notice(str(exc), "error")
         except Exception as exc:
@@ -322,20 +342,29 @@ class AgentSession:
         task.add_done_callback(self._tasks.discard)
 
     async def ensure_started(self) -> None:
+        seen = _STARTS_SEEN.get()
+        if seen is None:
+            seen = self._starts
         async with self._start_lock:
             if self.transport.connected:
                 return
+            if self._starts != seen and self._start_failure is not None:
+                raise _ShownStartFailureError(str(self._start_failure))
+            self._starts += 1
+            self._start_failure = None
             self._stopped = False
             self._set_status("starting")
             try:
                 await self.transport.start(self)
             except TransportError as exc:
+                self._start_failure = exc
                 self._set_status("error", str(exc))
                 raise
             except Exception as exc:
                 log.exception("the agent did not start")
                 self._set_status("error", str(exc))
-                raise TransportError(f"the agent did not start: {exc}") from exc
+                self._start_failure = TransportError(f"the agent did not start: {exc}")
+                raise self._start_failure from exc
             self._set_status("idle")
 
     async def _connect_request(self, args: Mapping[str, Any]) -> None:
