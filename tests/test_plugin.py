@@ -723,6 +723,58 @@ def test_gemini_terminal_runs_the_real_cli_which_connects_to_neovim(
     )
 
 
+@pytest.mark.usefixtures("interop")
+def test_gemini_terminal_shows_the_interactive_cli_when_neovim_runs_under_ci(
+    nvim_factory: Any, tmp_path: Path
+) -> None:
+    """Neovim started with CI markers (CI=true, CI_*, CONTINUOUS_INTEGRATION): the
+    real CLI would refuse its interactive UI and exit 42 at once; :Gemini's terminal
+    does not get them, so the CLI runs, connects and takes the typed text."""
+    project = tmp_path / "project"
+    project.mkdir()
+    home = _isolated_home(tmp_path)
+    ci = {"CI": "true", "CONTINUOUS_INTEGRATION": "1", "CI_JOB_ID": "7"}
+    nvim = nvim_factory(
+        cwd=project,
+        env=ci,
+        setup={
+            "terminal": {
+                "cmd": str(GEMINI),
+                "env": {"HOME": str(home), "GEMINI_API_KEY": "any", "KEPT": "yes"},
+            }
+        },
+    )
+    assert nvim.lua("return vim.env.CI") == "true"  # Neovim itself runs under CI
+    nvim.lua(
+        "vim.api.nvim_create_autocmd('User', {pattern = 'GeminiTerminalExit',"
+        " callback = function(ev) _G.exit_code = ev.data.code end})"
+    )
+    nvim.api.command("Gemini typed under CI")
+    try:
+        nvim.wait_state(lambda s: len(s["sessions"]) >= 1, 90, "the interactive CLI to connect")
+    except AssertionError:
+        term = nvim.lua("return require('gemini_companion.terminal').get()") or {}
+        screen = "\n".join(nvim.api.buffers[term["buf"]][:]) if term else ""
+        code = nvim.lua("return _G.exit_code")
+        raise AssertionError(f"the CLI exited (code {code}):\n{screen}") from None
+    term = nvim.lua("return require('gemini_companion.terminal').get()")
+    env = nvim.started_job_env(term["job"])
+
+    def screen() -> str:
+        return "\n".join(nvim.api.buffers[term["buf"]][:])
+
+    try:
+        # "> ": the interactive UI's prompt box, not the terminal's echo
+        wait_for(lambda: "> typed under CI" in screen(), 20, "the text in the CLI's prompt box")
+    except AssertionError:
+        code = nvim.lua("return _G.exit_code")
+        raise AssertionError(f"the CLI exited (code {code}):\n{screen()}") from None
+    assert nvim.lua("return vim.fn.jobwait({...}, 0)[1]", term["job"]) == -1, "still running"
+    assert "No input provided" not in screen()
+    assert not [name for name in env if ci_marker(name)], env
+    assert env["KEPT"] == "yes"
+
+
 def test_statusline_is_empty_when_stopped_and_counts_sessions(nvim_factory: Any) -> None:
     nvim = nvim_factory(setup={"auto_start": False})
     assert nvim.lua("return require('gemini_companion').statusline()") == ""

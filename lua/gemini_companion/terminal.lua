@@ -120,6 +120,16 @@ local function style_window(win)
   vim.wo[win].signcolumn = "no"
 end
 
+--- A variable that makes the Gemini CLI think it runs in CI (`CI`,
+--- `CONTINUOUS_INTEGRATION`, `CI_*`): it then refuses its interactive UI and exits
+--- (code 42, "No input provided via stdin"). The terminal is interactive by
+--- definition, so its job does not get them (terminal.env can set them again).
+---@param name string
+---@return boolean
+function M.ci_marker(name)
+  return name == "CI" or name == "CONTINUOUS_INTEGRATION" or vim.startswith(name, "CI_")
+end
+
 --- Run the CLI in a new terminal now (the companion runs).
 ---@param extra_args? string[]
 ---@return integer? job
@@ -146,12 +156,19 @@ local function launch(extra_args)
   local buf = vim.api.nvim_create_buf(false, true)
   local win = open_window(cfg, buf)
   style_window(win)
-  -- Jobs inherit Neovim's environment, where the companion exported the IDE
-  -- variables; passing them again makes the terminal independent of that.
-  local env = vim.tbl_extend("force", {}, require("gemini_companion.state").current.env or {}, cfg.env)
+  -- Neovim's environment without the CI markers, the IDE variables (passed again:
+  -- the terminal does not depend on their export), then terminal.env.
+  local env = {}
+  for name, value in pairs(vim.fn.environ()) do
+    if not M.ci_marker(name) then
+      env[name] = value
+    end
+  end
+  env = vim.tbl_extend("force", env, require("gemini_companion.state").current.env or {}, cfg.env)
   local opts = {
     cwd = vim.fn.getcwd(),
     env = env,
+    clear_env = true,
     on_exit = function(_, code)
       vim.schedule(function()
         vim.api.nvim_exec_autocmds("User", {
