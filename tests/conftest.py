@@ -5,16 +5,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Nvim, Sandbox, register_remote_plugin
+from harness import Nvim, Sandbox
 from ide_client import ensure_interop_packages
 
 
 @pytest.fixture(scope="session")
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The remote-plugin manifest, written once by :UpdateRemotePlugins."""
-    root = tmp_path_factory.mktemp("manifest")
-    path = root / "rplugin.vim"
-    register_remote_plugin(Sandbox.create(root / "sandbox", path))
+    """An empty remote-plugin manifest: the plugin needs none (its Python side is a
+    job, host.lua), and the user's own is kept out."""
+    path = tmp_path_factory.mktemp("manifest") / "rplugin.vim"
+    path.write_text("")
     return path
 
 

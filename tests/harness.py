@@ -2,8 +2,8 @@
 
 Each :class:`Sandbox` has its own ``XDG_*`` folders and ``TMPDIR`` (so discovery
 files of other tests or of the machine never interfere, see client-behaviour.md),
-and loads the plugin the way a user does: runtimepath plus the remote-plugin
-manifest written by ``:UpdateRemotePlugins``.
+and loads the plugin the way a user does: on the runtimepath (its Python side is
+a job, lua/gemini_companion/host.lua; the remote-plugin manifest stays empty).
 """
 
 from __future__ import annotations
@@ -139,20 +139,6 @@ class Sandbox:
             )
         )
         return path
-
-
-def register_remote_plugin(sandbox: Sandbox) -> None:
-    """Write the manifest as a user's ``:UpdateRemotePlugins`` (the build step) does."""
-    init = sandbox.init_lua({"auto_start": False})
-    subprocess.run(
-        [nvim_executable(), "--headless", "-u", str(init), "+UpdateRemotePlugins", "+qa!"],
-        env=sandbox.env,
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    if "gemini_companion" not in sandbox.manifest.read_text():
-        raise RuntimeError(f"remote plugin not registered in {sandbox.manifest}")
 
 
 class Nvim:

@@ -775,6 +775,29 @@ def test_gemini_terminal_shows_the_interactive_cli_when_neovim_runs_under_ci(
     assert env["KEPT"] == "yes"
 
 
+def test_update_remote_plugins_registers_nothing_that_would_start_a_second_host(
+    tmp_path: Path,
+) -> None:
+    """A user's :UpdateRemotePlugins (a plugin manager may run it) loads the plugin in
+    Neovim's python3 host to ask for its functions and commands: there are none, so
+    the manifest names nothing of ours and that host is never started for it."""
+    manifest = tmp_path / "rplugin.vim"
+    sandbox = Sandbox.create(tmp_path / "sandbox", manifest)
+    init = sandbox.init_lua({"auto_start": False})
+    done = subprocess.run(
+        [nvim_executable(), "--headless", "-u", str(init), "+UpdateRemotePlugins", "+qa!"],
+        env=sandbox.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert manifest.exists(), done.stderr  # the command ran and wrote its manifest
+    assert "gemini_companion" not in manifest.read_text()
+    assert "Error" not in done.stderr, done.stderr
+
+
 def test_statusline_is_empty_when_stopped_and_counts_sessions(nvim_factory: Any) -> None:
     nvim = nvim_factory(setup={"auto_start": False})
     assert nvim.lua("return require('gemini_companion').statusline()") == ""

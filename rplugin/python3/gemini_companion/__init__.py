@@ -3,10 +3,12 @@
 The only module that imports pynvim. Each handler forwards to a plain object
 (:class:`~gemini_companion.companion.Companion`). pynvim's plugin host runs it in a
 process of its own that Neovim starts as a job without waiting
-(lua/gemini_companion/host.lua). The CLI waits for the discovery file all the same,
-so this module imports nothing of its own at load time: the companion is imported
-by the first handler that needs it, and the server stack later still, in the
-server thread.
+(lua/gemini_companion/host.lua). It defines no function, command or autocmd of
+Neovim's remote-plugin kind: ``:UpdateRemotePlugins`` registers nothing for it, so
+Neovim's shared python3 host never loads a second companion. The CLI waits for the
+discovery file all the same, so this module imports nothing of its own at load
+time: the companion is imported by the first handler that needs it, and the server
+stack later still, in the server thread.
 """
 
 from __future__ import annotations
@@ -61,14 +63,6 @@ class GeminiCompanionPlugin:
     def _existing(self) -> Companion | None:
         companion: Companion | None = self.__dict__.get("_companion")
         return companion
-
-    @pynvim.function("GeminiCompanionHostInfo", sync=True)
-    def host_info(self, args: Sequence[Any]) -> dict[str, Any]:
-        """What checkhealth reports, through Neovim's python3 host. The companion runs
-        a host of its own (host.lua); this function keeps the plugin registrable by
-        ``:UpdateRemotePlugins``, which needs one function, command or autocmd."""
-        request = args[0] if args and isinstance(args[0], Mapping) else {}
-        return self._info(request)
 
     @pynvim.rpc_export("gemini_companion_host_info")
     def query_info(self, query_id: int, request: Mapping[str, Any]) -> None:
