@@ -170,9 +170,13 @@ def test_reject_key_in_the_panel_answers_the_oldest_of_two(
     nvim.api.command("stopinsert")
     nvim.api.input("\\r")  # <LocalLeader>r, the prompt buffer's reject key
     wait_agent(nvim, "one pending", lambda s: len(s["pending"]) == 1)
-    answer = next(r for r in received(log_file) if r["call"] == "answer")
+    # The transport logs the answer, and the transcript is drawn, after the state
+    # changed: both awaited.
+    [answer] = wait_for(
+        lambda: [r for r in received(log_file) if r["call"] == "answer"], 15, "the answer"
+    )
     assert (answer["call_id"], answer["option"]) == ("call-1", "cancel")
-    assert "(cancelled)" in transcript(nvim)
+    wait_transcript(nvim, "(cancelled)")
 
 
 def test_an_edit_opens_the_diff_tab_and_the_users_version_goes_back(

@@ -710,7 +710,9 @@ def test_stopping_the_server_keeps_open_diffs_marked_and_a_restart_starts_afresh
         nvim.api.command("tabfirst")  # outside both diff tabs: the live one is meant
         nvim.api.command("GeminiAccept")
         assert conn.next_notification("ide/diffAccepted")["content"] == "after restart\n"
-    [left] = views(nvim)
+    # The accepted view closes once diff.py says the answer went out, which may be
+    # after the client read it: awaited, not assumed.
+    [left] = wait_views(nvim, 1, "the accepted view to close")
     assert left["file_path"] == str(target)
 
 
