@@ -15,7 +15,9 @@
 --- may rely on it, so it is kept ("shared") and the venv is built from that same
 --- interpreter, to be appended behind its packages (no venv when that Python
 --- already has every pinned package). Otherwise no Python remote plugin can be
---- working, and the venv's own Python becomes the host ("own").
+--- working, and the venv's own Python runs the plugin's host ("own"). Either way
+--- Neovim's python3 provider (g:python3_host_prog) is left as the user set it: the
+--- plugin's host is a job of its own, started on the interpreter recorded here.
 local python = require("gemini_companion.python")
 
 local M = {}
@@ -262,7 +264,7 @@ local function choose(deps)
   return {
     mode = "own",
     base = base --[[@as gemini_companion.Probe]],
-    reason = why .. ", so no other Python remote plugin can be working: the plugin's venv is the python3 host",
+    reason = why .. ", so no other Python remote plugin can be working: the plugin's venv runs its host",
   }
 end
 

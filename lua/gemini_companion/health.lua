@@ -76,12 +76,6 @@ local function check_build()
   )
   if info.mode == "own" then
     health.ok("Python host: the plugin's venv (" .. tostring(info.host_python) .. "). Why: " .. info.reason)
-    local current = vim.g.python3_host_prog
-    if current and current ~= "" and vim.fn.exepath(vim.fn.expand(current)) ~= vim.fn.exepath(info.host_python) then
-      health.warn("g:python3_host_prog is now " .. current .. ", not the venv's Python", {
-        "Unset it in your config, or " .. rebuild .. " so the build decides again",
-      })
-    end
   else
     health.ok("Python host: kept yours (" .. tostring(info.host_python) .. "). Why: " .. info.reason)
   end

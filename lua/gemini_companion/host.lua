@@ -35,6 +35,8 @@ local stderr_tail = {}
 
 --- True once Neovim exits: the host's end is expected then.
 local expected_exit = false
+---@type table<integer, true> hosts ended by M.retire(), whose exit says nothing
+local retired = {}
 
 --- Runs pynvim's plugin host with only this plugin. The interpreter's current
 --- directory is not put on sys.path (a stray module there must not shadow ours),
@@ -88,8 +90,13 @@ local function keep_stderr(_, data)
   end
 end
 
+---@param job integer
 ---@param code integer
-local function on_exit(_, code)
+local function on_exit(job, code)
+  if retired[job] then
+    retired[job] = nil -- ended on purpose by M.retire(); a newer host may run
+    return
+  end
   M.channel = nil
   M.info = nil
   if expected_exit then
@@ -159,6 +166,18 @@ function M.ensure(early)
   end
   M.channel = channel
   return channel
+end
+
+--- End the running host, quietly, so that the next start runs a fresh one: it said
+--- it lacks packages, and a build or an install since may have added them (a
+--- running Python does not see them).
+function M.retire()
+  local channel = M.channel
+  if channel then
+    retired[channel] = true
+    M.channel, M.info = nil, nil
+    vim.fn.jobstop(channel)
+  end
 end
 
 --- The last lines the host wrote to stderr (why it died, when it did).

@@ -99,6 +99,9 @@ function M.start(opts)
   end
   local config = require("gemini_companion.config").get()
   local host = require("gemini_companion.host")
+  if require("gemini_companion.state").current.host_lacks then
+    host.retire() -- it could not start for want of packages: a fresh host sees a build
+  end
   local pid, dirs = vim.fn.getpid(), M.workspace_dirs()
   local channel, err = host.ensure({ nvim_pid = pid, workspace_dirs = dirs })
   if not channel then

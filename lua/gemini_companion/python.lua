@@ -8,7 +8,7 @@ M.pinned_packages = { "pynvim", "mcp", "starlette", "uvicorn", "anyio", "a2a-sdk
 ---@class gemini_companion.BuildInfo
 ---@field ok boolean
 ---@field error? string
----@field mode? "own"|"shared" own: the venv's Python is the host; shared: the user's host, venv behind it
+---@field mode? "own"|"shared" own: the venv's Python runs the plugin's host; shared: the user's Python, venv behind it
 ---@field reason? string
 ---@field host_python? string the interpreter the python3 host runs
 ---@field base_python? string the interpreter the venv was created from
@@ -63,20 +63,20 @@ function M.build_info(reload)
   return cached or nil
 end
 
---- The host prog the user set (nil when unset or set by us).
+--- The host prog the user set (nil when unset).
 ---@return string?
 function M.user_host_prog()
   local prog = vim.g.python3_host_prog
-  if prog == nil or prog == "" or prog == vim.g.gemini_companion_host_prog then
+  if prog == nil or prog == "" then
     return nil
   end
   return prog
 end
 
---- Make the build's choice effective; call before the python3 host starts.
---- Own mode: the venv's Python becomes g:python3_host_prog, unless the user has
---- since pointed it somewhere else than at build time. Both modes: the host finds
---- the venv through $GEMINI_COMPANION_VENV (rplugin/python3/.../pythonpath.py).
+--- Make the build's choice effective; call before the plugin's host starts: the
+--- host finds the venv through $GEMINI_COMPANION_VENV (rplugin/python3/.../pythonpath.py).
+--- Neovim's own python3 provider (g:python3_host_prog) is left as the user has it:
+--- the plugin's host is a job of its own (host.lua) on the build's interpreter.
 ---@param reload? boolean
 function M.apply(reload)
   local info = M.build_info(reload)
@@ -84,13 +84,6 @@ function M.apply(reload)
     return
   end
   vim.env.GEMINI_COMPANION_VENV = info.venv
-  if info.mode == "own" then
-    local user = M.user_host_prog()
-    if user == nil or user == info.user_host_prog then
-      vim.g.python3_host_prog = M.venv_python(info.venv)
-      vim.g.gemini_companion_host_prog = vim.g.python3_host_prog
-    end
-  end
 end
 
 --- The interpreter that runs the plugin's host (host.lua): the one the build chose,

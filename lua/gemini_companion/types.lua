@@ -38,6 +38,7 @@
 ---@field sessions gemini_companion.Session[]
 ---@field env table<string, string> Variables exported to jobs Neovim starts
 ---@field error? string Why the last start failed
+---@field host_lacks? boolean The host could not start for want of packages: the next start runs a fresh host
 
 ---@class (exact) gemini_companion.ContextOptions
 ---@field debounce_ms? number Quiet time before a change is sent to the CLI, in ms (default 50)

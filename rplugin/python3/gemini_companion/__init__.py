@@ -115,10 +115,12 @@ class GeminiCompanionPlugin:
             f"the Python package{'s' if plural else ''} {names}"
             f" {'are' if plural else 'is'} missing for {sys.executable}"
         )
-        self._editor.publish_state({"running": False, "error": problem})
+        # host_lacks: the next start ends this host and runs a fresh one, which
+        # finds what a build or an install added meanwhile.
+        self._editor.publish_state({"running": False, "error": problem, "host_lacks": True})
         self._notify_error(
             f"Gemini companion cannot start: {problem}. Run :GeminiCompanionBuild, then"
-            " restart Neovim (:checkhealth gemini_companion tells more)."
+            " :GeminiCompanionStart (:checkhealth gemini_companion tells more)."
         )
 
     def _notify_error(self, message: str) -> None:
