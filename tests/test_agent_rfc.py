@@ -15,11 +15,14 @@ from gemini_companion.agent import devtool
 from gemini_companion.agent.a2a import A2ATransport
 from gemini_companion.agent.model import (
     AgentEvent,
+    CommandsUpdate,
     MessageChunk,
+    Notice,
     Prompt,
     SessionUpdate,
     ThoughtChunk,
     ToolCallUpdate,
+    TurnEnd,
 )
 from gemini_companion.agent.transport import TransportContext, TransportError
 
@@ -135,5 +138,117 @@ def test_a_card_with_extension_v1_is_refused(tmp_path: Path) -> None:
             t = transport(url, tmp_path)
             with pytest.raises(TransportError, match=r"incompatible agent: .*version 1"):
                 await t.start(Sink())
+
+    asyncio.run(main())
+
+
+def test_slash_commands_come_from_commands_get_and_run_with_command_execute(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        with rfc_agent() as (url, agent):
+            t, sink = transport(url, tmp_path), Sink()
+            await t.start(sink)
+            try:
+                assert agent.extension_calls[0] == ("commands/get", {})
+                listed = [e for e in sink.events if isinstance(e, CommandsUpdate)][-1].commands
+                names = [n for c in listed for n in c.names()]
+                assert names == ["memory", "memory show", "memory add", "restore"]
+
+                await t.prompt(Prompt("hello"))
+                conversation = (t.task_id, t.context_id)
+                await t.run_command("memory add", "tabs are wide")
+                assert agent.extension_calls[-1] == (
+                    "command/execute",
+                    {"command_path": ["memory", "add"], "args": "tabs are wide"},
+                )
+                assert sink.text().endswith("Remembered: tabs are wide")
+                await t.run_command("memory show", "")
+                assert sink.text().endswith("Memory:\n- tabs are wide")
+                # The command ran as a task of its own; prompts go on with the conversation.
+                assert (t.task_id, t.context_id) == conversation
+
+                # A command's confirmation is answered on the command's task.
+                await t.run_command("restore", "v1")
+                call = [e.call for e in sink.events if isinstance(e, ToolCallUpdate)][-1]
+                assert call.id == "restore-1" and call.confirmation is not None
+                assert call.confirmation.command == "git checkout v1"
+                assert agent.confirmations == []
+                await t.answer("restore-1", "proceed_once", None)
+                assert sink.calls("restore-1") == ["pending", "executing", "succeeded"]
+                assert (t.task_id, t.context_id) == conversation
+
+                with pytest.raises(TransportError, match=r"/nope: unknown command /nope"):
+                    await t.run_command("nope", "")
+            finally:
+                await t.stop()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("how", ["pending", "asking", "ended", "working"])
+def test_a_dropped_stream_is_followed_again_without_duplicates(tmp_path: Path, how: str) -> None:
+    """The fake cuts the SSE connection mid-task; the task goes on. The transport
+    resubscribes (and reads the task with tasks/get): what the break cost is shown
+    once, a pending confirmation is still answerable, an ended task shows its end."""
+
+    async def main() -> None:
+        with rfc_agent() as (url, agent):
+            t, sink = transport(url, tmp_path), Sink()
+            await t.start(sink)
+            try:
+                await t.prompt(Prompt(f"drop {how}"))
+                assert agent.drops == 1
+                notices = [e.text for e in sink.events if isinstance(e, Notice)]
+                assert "dropped while task" in notices[0]
+                assert agent.subscriptions == [t.task_id]  # tasks/resubscribe was asked
+                text = sink.text()
+                if how in ("pending", "asking"):
+                    assert notices[-1].endswith("it is input-required.")
+                    assert sink.calls("sh-drop") == ["pending"]  # restored once, still waiting
+                    assert agent.confirmations == []
+                    await t.answer("sh-drop", "proceed_once", None)
+                    assert sink.calls("sh-drop") == ["pending", "executing", "succeeded"]
+                    assert sink.text().endswith("After the tool.")
+                    assert t.state == "completed"
+                else:
+                    after = "While you were away." if how == "ended" else "After the drop."
+                    assert text == "Before the drop." + after  # nothing lost, nothing twice
+                    assert notices[-1].endswith("it is completed.")
+                    assert [e for e in sink.events if isinstance(e, TurnEnd)][-1].reason == (
+                        "completed"
+                    )
+            finally:
+                await t.stop()
+
+    asyncio.run(main())
+
+
+def test_mcp_and_info_confirmations_in_the_rfc_encoding(tmp_path: Path) -> None:
+    async def main() -> None:
+        with rfc_agent() as (url, agent):
+            t, sink = transport(url, tmp_path), Sink()
+            await t.start(sink)
+            try:
+                await t.prompt(Prompt("several"))
+                calls = {e.call.id: e.call for e in sink.events if isinstance(e, ToolCallUpdate)}
+                mcp, info = calls["mcp-1"].confirmation, calls["info-1"].confirmation
+                assert mcp is not None and info is not None
+                assert (mcp.kind, mcp.server, mcp.tool) == ("mcp", "nvim", "getDiagnostics")
+                assert [o.id for o in mcp.options] == [
+                    "proceed_always_server",
+                    "proceed_always_tool",
+                    "proceed_once",
+                    "cancel",
+                ]
+                assert info.kind == "info"
+                assert info.description == "Fetch https://example.com/docs and summarise it"
+                await t.answer("mcp-1", "proceed_always_tool", None)
+                assert agent.confirmations == [
+                    {"tool_call_id": "mcp-1", "selected_option_id": "proceed_always_tool"}
+                ]
+                assert t.state == "input-required"  # two still wait
+            finally:
+                await t.stop()
 
     asyncio.run(main())

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -66,6 +67,7 @@ START_TIMEOUT = 120.0
 CREDENTIALS = ("GEMINI_API_KEY", "USE_CCPA")
 TERMINAL_STATES = {"completed", "failed", "canceled", "rejected"}
 TURN_END_STATES = TERMINAL_STATES | {"input-required", "auth-required"}
+RESUME_ATTEMPTS = 3
 INSTALL_HINT = (
     "install it (npm install -g @google/gemini-cli-a2a-server), or set agent.a2a.cmd to"
     " its command, or agent.a2a.url to a running A2A agent"
@@ -134,6 +136,8 @@ class A2ATransport(Transport):
         self._modified: dict[str, tuple[str, str]] = {}  # call id -> (path, user's text)
         self._notes: list[str] = []  # for the agent, with the next prompt
         self._calls: dict[str, Any] = {}
+        self._seen: set[str] = set()  # ids of the current task's messages already shown
+        self._conversation: tuple[str, str, str] | None = None  # while a command's task runs
         self.server_version = ""
         self.extension_uri = ""
 
@@ -400,6 +404,7 @@ class A2ATransport(Transport):
         self._readers = []
         self._watcher = None
         self.task_id = self.context_id = ""
+        self._conversation = None
 
     def health(self) -> Mapping[str, Any]:
         return {
@@ -442,12 +447,11 @@ class A2ATransport(Transport):
         request = a2a_pb2.SendMessageRequest(message=self._message(parts, first))
         await self._consume(client.send_message(request))
 
-    async def _consume(self, stream: AsyncIterator[Any]) -> None:
-        from google.protobuf import json_format
-
+    async def _consume(self, stream: AsyncIterator[Any], *, to_turn_end: bool = False) -> None:
+        """Stream a turn's events; a stream that breaks while the task is alive is
+        followed again (:meth:`_resume`)."""
         try:
-            async for event in stream:
-                self._handle(devtool.from_sdk(json_format.MessageToDict(event)))
+            await self._follow(stream, to_turn_end=to_turn_end)
         except (asyncio.CancelledError, TransportError):
             raise
         except Exception as exc:
@@ -456,18 +460,95 @@ class A2ATransport(Transport):
             process = self._process
             if process is not None and process.returncode is not None:
                 return  # the watcher says why
-            log.exception("the A2A stream failed")
-            self._connected = False
-            await self._close_http()
-            raise TransportError(
-                f"the connection to the A2A agent dropped ({exc}); the next prompt reconnects"
-            ) from exc
+            log.warning("the A2A stream broke: %s", exc, exc_info=True)
+            if self.task_id and self.state not in TERMINAL_STATES and self._client is not None:
+                await self._resume(exc)
+                return
+            await self._dropped(exc)
+
+    async def _follow(self, stream: AsyncIterator[Any], *, to_turn_end: bool = False) -> None:
+        """Handle a stream's events; ``to_turn_end``: stop at the end of the turn (a
+        resubscription may stay open while the task waits for the user)."""
+        from google.protobuf import json_format
+
+        async for event in stream:
+            update = devtool.from_sdk(json_format.MessageToDict(event))
+            self._handle(update)
+            if to_turn_end and update.state in TURN_END_STATES:
+                break
+
+    async def _dropped(self, exc: BaseException) -> None:
+        self._connected = False
+        await self._close_http()
+        raise TransportError(
+            f"the connection to the A2A agent dropped ({exc}); the next prompt reconnects"
+        ) from exc
+
+    async def _resume(self, exc: BaseException) -> None:
+        """The stream of a running task broke (the connection, not the task, ended):
+        resubscribe to the task (``tasks/resubscribe``; a2a-sdk's ``subscribe``) to
+        follow it live, then ``tasks/get`` for its state and the messages the break
+        cost. Messages already shown are known by their ids and not shown again;
+        tool calls are updated in place. An agent that refuses the resubscription
+        (the task ended meanwhile, or it cannot) is read with ``tasks/get`` alone."""
+        from a2a.types import a2a_pb2
+
+        task_id = self.task_id
+        self.events.emit(
+            Notice(
+                f"The connection to the agent dropped while task {task_id} was running"
+                f" ({exc}); reconnecting to the task.",
+                "warning",
+            )
+        )
+        self.events.emit(StatusChange("working", "reconnecting to the agent"))
+        for attempt in range(1, RESUME_ATTEMPTS + 1):
+            client = self._client
+            if client is None:
+                break
+            try:
+                await self._follow(
+                    client.subscribe(a2a_pb2.SubscribeToTaskRequest(id=task_id)),
+                    to_turn_end=True,
+                )
+            except (asyncio.CancelledError, TransportError):
+                raise
+            except Exception as refused:  # ended, unknown, not supported, or down
+                log.info("resubscribing to task %s (try %d): %s", task_id, attempt, refused)
+            try:
+                task = await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
+            except (asyncio.CancelledError, TransportError):
+                raise
+            except Exception as failed:
+                log.info("tasks/get %s (try %d): %s", task_id, attempt, failed)
+                exc = failed
+                continue
+            from google.protobuf import json_format
+
+            if self.state not in TURN_END_STATES:
+                self.events.emit(StatusChange("working"))  # no longer "reconnecting"
+            self._handle(devtool.from_sdk({"task": json_format.MessageToDict(task)}))
+            if self.state in TURN_END_STATES:
+                self.events.emit(
+                    Notice(f"Reconnected to task {task_id}: it is {self.state}.", "info")
+                )
+                return
+            # Still running and the stream gone again: follow it once more.
+        await self._dropped(exc)
 
     def _handle(self, update: devtool.Update) -> None:
         events = self.events
         if update.task_id and update.task_id != self.task_id:
             self.task_id = update.task_id
+            self._seen.clear()
             events.emit(SessionUpdate({"task_id": update.task_id}))
+        for earlier in update.history:
+            self._handle(earlier)
+        if update.message_id:
+            if update.message_id in self._seen:  # shown already (a restored task)
+                update = dataclasses.replace(update, texts=[], data=[])
+            else:
+                self._seen.add(update.message_id)
         if update.context_id and update.context_id != self.context_id:
             self.context_id = update.context_id
             events.emit(SessionUpdate({"context_id": update.context_id}))
@@ -483,26 +564,12 @@ class A2ATransport(Transport):
         error = update.error()
         if error:
             events.emit(Notice(error, "error"))
-        if kind in ("tool-call-update", "tool-call-confirmation") or (not kind and update.data):
-            for data in update.data:
-                if isinstance(data, Mapping):
-                    call = devtool.tool_call(self.dialect, data)
-                    if call is not None:
-                        self._calls[call.id] = call
-                        events.emit(ToolCallUpdate(call))
-                        if call.status == "succeeded" and call.id in self._modified:
-                            self._finish_modified_edit(call.id)
+        if kind in ("tool-call-update", "tool-call-confirmation", "thought") or (
+            not kind and update.data
+        ):
+            self._handle_data(kind, update.data)
             if kind:
                 return
-        if kind == "thought":
-            for data in update.data:
-                if isinstance(data, Mapping):
-                    events.emit(
-                        ThoughtChunk(
-                            str(data.get("description") or ""), str(data.get("subject") or "")
-                        )
-                    )
-            return
         if kind in ("text-content", "") or update.kind == "message":
             for text in update.texts:
                 events.emit(MessageChunk(text))
@@ -511,6 +578,8 @@ class A2ATransport(Transport):
                 events.emit(Notice(text, "info"))
         if update.state:
             self.state = update.state
+            if update.state in TERMINAL_STATES and self._conversation is not None:
+                self._back_to_conversation()
             if update.state == "failed" and update.texts and kind == "state-change":
                 events.emit(Notice(" ".join(update.texts), "error"))
             if (
@@ -524,6 +593,36 @@ class A2ATransport(Transport):
                 events.emit(TurnEnd(update.state))
             elif update.state == "working":
                 events.emit(StatusChange("working"))
+
+    def _handle_data(self, kind: str, parts: list[Any]) -> None:
+        """Tool calls and thoughts (DataParts); without a kind (a task's history)
+        each is read by its shape."""
+        events = self.events
+        for data in parts:
+            if not isinstance(data, Mapping):
+                continue
+            call = devtool.tool_call(self.dialect, data) if kind != "thought" else None
+            if call is not None:
+                self._calls[call.id] = call
+                events.emit(ToolCallUpdate(call))
+                if call.status == "succeeded" and call.id in self._modified:
+                    self._finish_modified_edit(call.id)
+            elif kind == "thought" or (
+                not kind and "subject" in data and set(data) <= {"subject", "description"}
+            ):
+                events.emit(
+                    ThoughtChunk(str(data.get("description") or ""), str(data.get("subject") or ""))
+                )
+
+    def _back_to_conversation(self) -> None:
+        """A slash command's task ended: follow-ups go to the conversation again."""
+        assert self._conversation is not None
+        self.task_id, self.context_id, self.state = self._conversation
+        self._conversation = None
+        self._seen.clear()
+        self.events.emit(
+            SessionUpdate({"task_id": self.task_id or None, "context_id": self.context_id or None})
+        )
 
     def _finish_modified_edit(self, call_id: str) -> None:
         path, text = self._modified.pop(call_id)
@@ -626,8 +725,12 @@ class A2ATransport(Transport):
             self.events.emit(MessageChunk(str(message)))
         execution = devtool.get(result, "execution_id")
         if execution and self._client is not None:
+            # The command runs as a task of its own: its confirmations are answered
+            # on it; once it ends, prompts go back to the conversation's task.
+            if self._conversation is None:
+                self._conversation = (self.task_id, self.context_id, self.state)
             stream = self._client.subscribe(a2a_pb2.SubscribeToTaskRequest(id=str(execution)))
-            await self._consume(stream)
+            await self._consume(stream, to_turn_end=True)
         self.events.emit(TurnEnd())
 
     async def _run_rest_command(self, name: str, args: str) -> None:

@@ -95,6 +95,8 @@ class Update:
     metadata: dict[str, Any] = field(default_factory=dict)
     artifact_id: str = ""
     append: bool = False
+    message_id: str = ""  # of the status message: a message seen twice is shown once
+    history: list[Update] = field(default_factory=list)  # a task's earlier agent messages
 
     def event_kind(self) -> tuple[str, str]:
         """``(dialect, kind)`` from the metadata, kind in kebab case."""
@@ -120,6 +122,32 @@ class Update:
 def normalise_state(state: str) -> str:
     state = state.lower().removeprefix("task_state_").replace("_", "-")
     return "canceled" if state == "cancelled" else state
+
+
+def _message_id(message: Any) -> str:
+    return str(message.get("messageId") or "") if isinstance(message, Mapping) else ""
+
+
+def _history(task: Mapping[str, Any]) -> list[Update]:
+    """A task's earlier messages from the agent (its status messages move there),
+    as updates without a kind: what ``tasks/get`` and a resubscription restore."""
+    out = []
+    for message in task.get("history") or []:
+        if not isinstance(message, Mapping) or "USER" in str(message.get("role") or "").upper():
+            continue
+        texts, data = _parts(message)
+        out.append(
+            Update(
+                "message",
+                str(message.get("taskId") or task.get("id") or ""),
+                str(message.get("contextId") or task.get("contextId") or ""),
+                texts=texts,
+                data=data,
+                metadata=dict(message.get("metadata") or {}),
+                message_id=_message_id(message),
+            )
+        )
+    return out
 
 
 def _parts(message: Mapping[str, Any] | None) -> tuple[list[str], list[Any]]:
@@ -149,6 +177,7 @@ def from_sdk(event: Mapping[str, Any]) -> Update:
             texts,
             data,
             dict(u.get("metadata") or {}),
+            message_id=_message_id(status.get("message")),
         )
     if "artifactUpdate" in event:
         u = event["artifactUpdate"]
@@ -176,6 +205,8 @@ def from_sdk(event: Mapping[str, Any]) -> Update:
             texts,
             data,
             dict(t.get("metadata") or {}),
+            message_id=_message_id(status.get("message")),
+            history=_history(t),
         )
     message = event.get("message") or {}
     texts, data = _parts(message)
@@ -186,6 +217,7 @@ def from_sdk(event: Mapping[str, Any]) -> Update:
         texts=texts,
         data=data,
         metadata=dict(message.get("metadata") or {}),
+        message_id=_message_id(message),
     )
 
 
@@ -203,6 +235,7 @@ def from_v03(event: Mapping[str, Any]) -> Update:
             texts,
             data,
             dict(event.get("metadata") or {}),
+            message_id=_message_id(status.get("message")),
         )
     if kind == "artifact-update":
         artifact = event.get("artifact") or {}

@@ -147,8 +147,10 @@ class AgentSession:
                     "options": [{"id": o.id, "name": o.name, "kind": o.kind} for o in conf.options],
                     **({"file_path": conf.file_path} if conf.file_path else {}),
                     **({"command": conf.command} if conf.command else {}),
+                    **({"directory": conf.directory} if conf.directory else {}),
                     **({"server": conf.server} if conf.server else {}),
                     **({"tool": conf.tool} if conf.tool else {}),
+                    **({"description": conf.description} if conf.description else {}),
                 }
             )
         names: list[str] = []
