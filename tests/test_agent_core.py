@@ -144,6 +144,7 @@ def test_a_tool_call_is_one_block_updated_in_place_and_waits_for_the_user(
                     {"id": "cancel", "name": "Reject", "kind": "reject_once"},
                 ],
                 "command": "ls -la",
+                "directory": "/w",
             }
         ]
         assert "? Waiting for you: Run ls -la" in editor.text()
