@@ -498,6 +498,43 @@ def test_accepting_without_edits_returns_new_content_byte_for_byte(
     roundtrip(content)
 
 
+BIG = 300_000  # past the size from which a proposal travels through a file
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        ("x" * 79 + "\n") * (BIG // 80),
+        ("x" * 78 + "\r\n") * (BIG // 80),
+        ("x" * 78 + "\r\n") * (BIG // 80) + "no final newline",
+        ("a\r\nb\n" + "y" * 77 + "\n") * (BIG // 80) + "\r",
+        ("é 漢字 😀 \u200b" + "z" * 60 + "\n") * (BIG // 70),
+        "one line, no newline " * (BIG // 20),
+    ],
+    ids=["unix", "dos", "dos-no-eol", "mixed-cr-at-end", "multibyte", "one-line"],
+)
+def test_big_proposals_go_through_a_private_file_and_come_back_byte_for_byte(
+    nvim: Nvim, conn: SyncMcpConnection, content: str
+) -> None:
+    path = nvim.sandbox.root / "big.txt"
+    neovim_tmp = Path(nvim.lua("return vim.fn.fnamemodify(vim.fn.tempname(), ':h')"))
+    host_tmp = nvim.sandbox.root / "tmp"
+    ok(open_diff(conn, path, content))
+    [view] = views(nvim)
+    expected_lines = content.removesuffix("\n").split("\n")
+    if nvim.lua("return vim.bo[...].fileformat", view["proposal"]) == "dos":
+        expected_lines = content.removesuffix("\r\n").split("\r\n")
+    assert proposal_text(nvim, view) == expected_lines
+    assert not list(host_tmp.glob("gemini-companion-diff-*")), "the handed-over file stays"
+    result = ok(conn.call_tool("closeDiff", {"filePath": str(path)}))
+    assert json.loads(result["content"][0]["text"])["content"] == content
+    ok(open_diff(conn, path, content))
+    nvim.api.command("GeminiAccept")
+    assert conn.next_notification("ide/diffAccepted")["content"] == content
+    no_views(nvim, "the tab to close")
+    assert not list(neovim_tmp.iterdir()), "a file Neovim handed over was left behind"
+
+
 def test_crlf_content_is_shown_as_dos_and_mixed_endings_keep_their_cr(
     nvim: Nvim, conn: SyncMcpConnection, target: Path
 ) -> None:

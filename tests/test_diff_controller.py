@@ -119,7 +119,9 @@ def test_same_session_replaces_its_diff_silently_and_another_session_is_refused(
     run(scenario())
     assert h.sent == []
     assert h.editor.names() == ["open", "open"]  # diff.lua replaces the first view
-    assert [d.new_content for d in h.diffs.diffs] == ["two"]
+    [diff] = h.diffs.diffs
+    assert h.editor.of("open")[-1][0]["id"] == diff.id
+    assert h.editor.of("open")[-1][0]["text"] == "two"
 
 
 def test_a_view_that_fails_to_open_leaves_no_diff_behind(tmp_path: Path) -> None:

@@ -661,3 +661,116 @@ def test_big_bodies_take_turns_and_small_ones_never_wait() -> None:
 
     order = asyncio.run(scenario())
     assert order.index("b in") > order.index("a out")
+
+
+# -- memory per request (item 5) -------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def _open_diff_body(path: Path, content: str, session_key: str = "newContent") -> str:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {
+                "name": "openDiff",
+                "arguments": {"filePath": str(path), session_key: content},
+            },
+        }
+    )
+
+
+def test_a_big_open_diff_peaks_near_its_size_and_the_host_returns_to_rest_after_close(
+    nvim: Nvim,
+) -> None:
+    """Issue 14 item 5: a 16 MiB openDiff took the host 110 MiB above rest (7 times
+    the body) and closeDiff left it 140 MiB higher for good."""
+    pid = int(nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)"))
+    url = f"http://127.0.0.1:{nvim.state()['port']}/mcp"
+    path = nvim.sandbox.root / "big.txt"
+    close = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 8,
+            "method": "tools/call",
+            "params": {"name": "closeDiff", "arguments": {"filePath": str(path)}},
+        }
+    )
+    with httpx2.Client(timeout=60) as http:
+        headers = open_raw_session(http, url, nvim.token())
+
+        def open_and_close(content: str) -> tuple[int, int, str]:
+            rest = _status_kib(pid, "VmRSS")
+            Path(f"/proc/{pid}/clear_refs").write_text("5")  # resets VmHWM
+            answer = http.post(url, content=_open_diff_body(path, content), headers=headers)
+            assert answer.status_code == 200, answer.text[:300]
+            assert answer.json()["result"]["isError"] is False, answer.text[:300]
+            peak = _status_kib(pid, "VmHWM") - rest
+            closed = http.post(url, content=close, headers=headers)
+            assert closed.status_code == 200, closed.text[:300]
+            return rest, peak, json.loads(closed.json()["result"]["content"][0]["text"])["content"]
+
+        open_and_close("warm-up\n" * (2 * MIB // 8))  # lazy imports and threads: not a leak
+        content = ("x" * 79 + "\n") * (16 * MIB // 80)
+        rest, peak, returned = open_and_close(content)
+        assert returned == content
+        assert peak < 3 * 16 * MIB // 1024, f"the host peaked {peak // 1024} MiB above rest"
+
+        def back_near_rest() -> int | None:
+            above = _status_kib(pid, "VmRSS") - rest
+            return None if above > 8 * 1024 else above
+
+        wait_for(back_near_rest, 5, "the host to come back within 8 MiB of its size at rest")
+
+
+def test_big_bodies_get_the_answers_small_ones_get_and_a_forged_key_shows_nothing(
+    nvim: Nvim, conn: SyncMcpConnection
+) -> None:
+    """Big openDiff bodies are read in front of the SDK (bodies.py): what a client
+    sees must not change with the size of the body."""
+    url = f"http://127.0.0.1:{nvim.state()['port']}/mcp"
+    path = nvim.sandbox.root / "f.txt"
+    big = "y" * (2 * MIB)
+    with httpx2.Client(timeout=60) as http:
+        session = open_raw_session(http, url, nvim.token())
+        no_session = post_headers(nvim.token())
+        stale = {**session, "mcp-session-id": "0" * 32}
+
+        def answer(body: str, headers: dict[str, str]) -> tuple[int, Any]:
+            reply = http.post(url, content=body, headers=headers)
+            try:
+                payload = reply.json()
+            except ValueError:
+                return reply.status_code, None
+            error = payload.get("error") if isinstance(payload, dict) else None
+            return reply.status_code, error.get("code") if isinstance(error, dict) else payload
+
+        for small_body, big_body, headers in [
+            (_open_diff_body(path, "x"), _open_diff_body(path, big), no_session),
+            (_open_diff_body(path, "x"), _open_diff_body(path, big), stale),
+            (_open_diff_body(path, "x")[:-1], _open_diff_body(path, big)[:-1], session),
+            (
+                _open_diff_body(path, "x\\ud800").replace("\\\\", "\\"),
+                _open_diff_body(path, big + "\\ud800").replace("\\\\", "\\"),
+                session,
+            ),
+        ]:
+            expected = answer(small_body, headers)
+            assert expected[0] != 200 or "error" in str(expected[1]), expected
+            assert answer(big_body, headers) == expected
+        # Not an openDiff: handed on as it came (a big ping is still a ping).
+        ping = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"pad": big}})
+        assert http.post(url, content=ping, headers=session).json()["result"] == {}
+        # A newContent spelled like a set-aside key shows nothing.
+        forged = "\0gemini-companion-proposal:" + "0" * 32
+        refused(conn.call_tool("openDiff", {"filePath": str(path), "newContent": forged}), "NUL")
+    assert nvim.lua("return #require('gemini_companion.diff').views()") == 0

@@ -217,6 +217,59 @@ local function buffer_body(buf)
   return table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
 end
 
+-- From this size on, a proposal's text goes to the Python side through a private file
+-- (diff.py reads and removes it): an RPC message that big would leave the host's
+-- message buffer at its size for good.
+local FILE_HANDOFF_BYTES = 256 * 1024
+
+--- The proposal's text for the Python side: `{text, eol, fileformat}`, or for a big
+--- one `text_file` naming a file (0600, in Neovim's private temp folder) that holds it.
+---@param buf integer
+---@return { text: string, text_file?: string, eol: boolean, fileformat: string }
+local function proposal_content(buf)
+  local bo = vim.bo[buf]
+  local content = { text = buffer_body(buf), eol = bo.eol, fileformat = bo.fileformat }
+  if #content.text >= FILE_HANDOFF_BYTES then
+    local path = vim.fn.tempname()
+    local fd = vim.uv.fs_open(path, "wx", tonumber("600", 8))
+    if fd then
+      local written = vim.uv.fs_write(fd, content.text, 0)
+      vim.uv.fs_close(fd)
+      if written == #content.text then
+        content.text, content.text_file = "", path
+      else -- a full disk: the text goes inline, as a small one does
+        vim.uv.fs_unlink(path)
+      end
+    end
+  end
+  return content
+end
+
+--- The bytes of `path`, whole.
+---@param path string
+---@return string
+local function read_file(path)
+  local fd = assert(vim.uv.fs_open(path, "r", 0))
+  local ok, data = pcall(function()
+    local size = assert(vim.uv.fs_fstat(fd)).size
+    local parts, read = {}, 0
+    while read < size do
+      local part = assert(vim.uv.fs_read(fd, size - read, read))
+      if part == "" then
+        break
+      end
+      parts[#parts + 1] = part
+      read = read + #part
+    end
+    return table.concat(parts)
+  end)
+  vim.uv.fs_close(fd)
+  if not ok then
+    error(data, 0)
+  end
+  return data
+end
+
 --- Set the filetype for highlighting; a failing filetype plugin does not stop the diff.
 ---@param buf integer
 ---@param filetype string
@@ -276,6 +329,7 @@ end
 ---@field id integer
 ---@field file_path string
 ---@field text string the lines joined by "\n"
+---@field text_file? string a private file holding `text` instead (a big proposal)
 ---@field eol boolean
 ---@field fileformat string
 ---@field session string
@@ -304,7 +358,7 @@ local function open_view(spec, created)
   bo.fixeol = false
   bo.fileformat = spec.fileformat
   bo.eol = spec.eol
-  api.nvim_buf_set_lines(proposal, 0, -1, false, split_lines(spec.text))
+  api.nvim_buf_set_lines(proposal, 0, -1, false, split_lines(spec.text_file and read_file(spec.text_file) or spec.text))
   bo.undolevels = -123456 -- back to the global value
   local name = "gemini://diff" .. path
   local stale = vim.fn.bufnr("^" .. vim.fn.escape(name, "\\/.*$^~[]") .. "$")
@@ -507,10 +561,10 @@ function M.accept(id)
     return
   end
   view.state = "accepting"
-  local bo = vim.bo[view.proposal]
-  local body = buffer_body(view.proposal)
-  require("gemini_companion.host").diff_accept(view.id, body, bo.eol, bo.fileformat)
-  bo.modified = false
+  local content = proposal_content(view.proposal)
+  local body = content.text_file and { file = content.text_file } or content.text
+  require("gemini_companion.host").diff_accept(view.id, body, content.eol, content.fileformat)
+  vim.bo[view.proposal].modified = false
 end
 
 --- Reject the proposal and close its tab.
@@ -552,10 +606,11 @@ function M._finish(id, result)
 end
 
 --- Called by diff.py for closeDiff (and when a diff is replaced): close without an
---- answer and return the proposal's lines (joined by "\n"), 'eol' and 'fileformat'.
+--- answer and return the proposal's lines (joined by "\n"), 'eol' and 'fileformat'
+--- (a big text in a file: `proposal_content`).
 ---@param id integer
 ---@param result string
----@return { text: string, eol: boolean, fileformat: string }?
+---@return { text: string, text_file?: string, eol: boolean, fileformat: string }?
 function M._close(id, result)
   local view = views[id]
   if not view then
@@ -563,12 +618,7 @@ function M._close(id, result)
   end
   local content
   if api.nvim_buf_is_valid(view.proposal) then
-    local bo = vim.bo[view.proposal]
-    content = {
-      text = buffer_body(view.proposal),
-      eol = bo.eol,
-      fileformat = bo.fileformat,
-    }
+    content = proposal_content(view.proposal)
   end
   teardown(view, result)
   return content

@@ -220,9 +220,10 @@ function M.context(kind, ...)
   notify("gemini_companion_context", kind, ...)
 end
 
---- The user accepted diff `id`: its proposal's lines joined by "\n", 'eol', 'fileformat'.
+--- The user accepted diff `id`: its proposal's lines joined by "\n" (a big text: a
+--- file holding them, which the Python side reads and removes), 'eol', 'fileformat'.
 ---@param id integer
----@param body string
+---@param body string|{ file: string }
 ---@param eol boolean
 ---@param fileformat string
 function M.diff_accept(id, body, eol, fileformat)

@@ -144,7 +144,7 @@ class GeminiCompanionPlugin:
             companion.context_event(kind, args)
 
     @pynvim.rpc_export("gemini_companion_diff_accept")
-    def diff_accept(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
+    def diff_accept(self, diff_id: int, body: Any, eol: bool, fileformat: str) -> None:
         if (companion := self._existing()) is not None:
             companion.diff_accepted(diff_id, body, eol, fileformat)
 

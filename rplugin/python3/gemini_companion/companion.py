@@ -34,6 +34,7 @@ from .early import new_token
 from .early import take as take_early
 from .editor import ERROR, INFO, WARN, Editor
 from .server import CompanionServer, ServerOptions
+from .text import received_body
 from .tools import IDE_PATH, TOOLS_PATH
 from .tools.ide import ide_tools
 from .tools.neovim import McpHttpServer, NeovimTools, http_server
@@ -429,7 +430,15 @@ class Companion:
         if run is not None:
             run.server.call_soon(run.context.handle, kind, list(args))
 
-    def diff_accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
+    def diff_accepted(self, diff_id: int, body: Any, eol: bool, fileformat: str) -> None:
+        """``body``: the proposal's lines joined by newlines, or ``{file = path}`` for a
+        big one (diff.lua's ``proposal_content``)."""
+        try:
+            body = received_body(body)
+        except OSError as exc:
+            log.error("reading the accepted text of diff %d failed: %s", diff_id, exc)
+            self._editor.accept_failed(diff_id, f"The accepted text could not be read: {exc}")
+            return
         if self._agent is not None and self._agent.owns_diff(diff_id):
             self._agent.diff_accepted(diff_id, body, eol, fileformat)
             return

@@ -26,8 +26,17 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .bodies import take_proposal
 from .editor import Editor
-from .text import InvalidTextError, check_text, from_body, to_buffer
+from .text import (
+    InvalidTextError,
+    buffer_options,
+    check_text,
+    from_body,
+    take_text_file,
+    to_buffer,
+    write_body,
+)
 from .tools import ToolResult
 
 log = logging.getLogger(__name__)
@@ -48,14 +57,21 @@ class BadRequestError(ValueError):
     """A tool call the companion refuses, with the text the CLI gets."""
 
 
+# From this many characters on, a proposal reaches Neovim through a private file
+# rather than inside the RPC message: pynvim would hold several copies of it (the
+# packed message, its packer's buffer, the pipe's write buffer), and the packer keeps
+# its buffer at that size for ever.
+FILE_HANDOFF_CHARS = 256 * 1024
+
+
 @dataclass
 class DiffSession:
-    """One open diff: which CLI session asked, for which file, with what proposal."""
+    """One open diff: which CLI session asked, for which file. The proposal itself
+    lives in Neovim's buffer only: closeDiff and an accept read it from there."""
 
     id: int
     session_id: str
     file_path: str
-    new_content: str
 
 
 def _string_argument(tool: str, arguments: Mapping[str, Any], name: str) -> str:
@@ -215,6 +231,7 @@ class DiffController:
     # -- tools -------------------------------------------------------------------------
 
     async def open_diff(self, session_id: str | None, arguments: Any) -> ToolResult:
+        arguments = take_proposal(arguments)  # a big one was set aside (bodies.py)
         try:
             path, content = validate_open(arguments)
         except BadRequestError as exc:
@@ -234,21 +251,27 @@ class DiffController:
             # filePath would be taken as the answer to the new diff); diff.lua replaces
             # its view with the new one.
             self._drop(current)
-        diff = DiffSession(next_diff_id(), session_id, path, content)
-        buffer = to_buffer(content)
+        diff = DiffSession(next_diff_id(), session_id, path)
+        del arguments
         self._add(diff)
-        spec = {
+        spec: dict[str, Any] = {
             "id": diff.id,
             "file_path": path,
-            "text": buffer.body,
-            "eol": buffer.eol,
-            "fileformat": buffer.fileformat,
             "session": session_id,
             # Outside the workspace: shown only if Neovim has the file loaded already.
             "outside_workspace": outside,
         }
         try:
-            opened = await asyncio.wrap_future(self._editor.open_diff(spec))
+            if len(content) < FILE_HANDOFF_CHARS:
+                buffer = to_buffer(content)
+                del content
+                spec.update(text=buffer.body, eol=buffer.eol, fileformat=buffer.fileformat)
+                del buffer
+                opened = await asyncio.wrap_future(self._editor.open_diff(spec))
+            else:
+                held = [content]  # the only reference, dropped once written
+                del content
+                opened = await self._open_through_file(spec, held)
         except Exception as exc:
             self._drop(diff)
             log.exception("opening the diff view for %s failed", shown(path))
@@ -265,6 +288,26 @@ class DiffController:
         log.info("diff %d opened for %s (session %s)", diff.id, shown(path), session_id)
         return ToolResult()
 
+    async def _open_through_file(self, spec: dict[str, Any], held: list[str]) -> Any:
+        """Open the view with the proposal's body in a private file (0600, in a
+        folder of its own) that diff.lua reads; removed once the view is open.
+        ``held`` holds the proposal, which is let go once written."""
+        import tempfile
+
+        eol, fileformat = buffer_options(held[0])
+        loop = asyncio.get_running_loop()
+        with tempfile.TemporaryDirectory(prefix="gemini-companion-diff-") as folder:
+            name = os.path.join(folder, "proposal")
+
+            def write() -> None:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                with open(fd, "wb") as file:
+                    write_body(held.pop(), file)
+
+            await loop.run_in_executor(None, write)
+            spec.update(text="", text_file=name, eol=eol, fileformat=fileformat)
+            return await asyncio.wrap_future(self._editor.open_diff(spec))
+
     async def close_diff(self, session_id: str | None, arguments: Any) -> ToolResult:
         try:
             path = validate_close(arguments)
@@ -276,16 +319,21 @@ class DiffController:
         # Dropped first: an accept or reject the user sends meanwhile finds nothing,
         # so no notification goes out for a diff closed this way.
         self._drop(diff)
-        text = diff.new_content
         try:
             view = await asyncio.wrap_future(self._editor.close_diff(diff.id, "closed"))
         except Exception:
             log.exception("closing the diff view for %s failed", shown(path))
             view = None
-        if isinstance(view, Mapping):
-            text = _replace_invalid(
-                from_body(str(view["text"]), bool(view["eol"]), str(view["fileformat"]))
-            )
+        if not isinstance(view, Mapping):
+            # The view went away by itself: the CLI keeps its own proposal.
+            return ToolResult.error(f"closeDiff: the diff view for {shown(path)} is gone")
+        try:
+            body = await _view_text(view)
+        except OSError as exc:
+            log.error("reading the proposal of diff %d failed: %s", diff.id, exc)
+            return ToolResult.error(f"closeDiff: the text of the view could not be read: {exc}")
+        text = _replace_invalid(from_body(body, bool(view["eol"]), str(view["fileformat"])))
+        del body
         log.info("diff %d closed by the CLI", diff.id)
         return ToolResult((json.dumps({"content": text}, ensure_ascii=False),))
 
@@ -346,6 +394,15 @@ class DiffController:
     def _orphan(self, diff: DiffSession) -> None:
         self._drop(diff)
         self._editor.orphan_diff(diff.id)
+
+
+async def _view_text(view: Mapping[str, Any]) -> str:
+    """The proposal's body diff.lua sent: inline, or a big one in a file it wrote
+    (read here, in a worker thread, and removed)."""
+    name = view.get("text_file")
+    if not isinstance(name, str) or not name:
+        return str(view["text"])
+    return await asyncio.get_running_loop().run_in_executor(None, take_text_file, name)
 
 
 def _replace_invalid(text: str) -> str:

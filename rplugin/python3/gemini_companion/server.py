@@ -296,6 +296,7 @@ class CompanionServer:
         )
 
     def _build_app(self) -> tuple[ASGIApp, list[contextlib.AbstractAsyncContextManager[Any]]]:
+        from .bodies import BigProposals
         from .sessions import SessionStreams
 
         listener = self._listener
@@ -307,7 +308,8 @@ class CompanionServer:
                 self.streams = SessionStreams(
                     app, on_open=listener.session_opened, on_close=listener.session_closed
                 )
-                routes[path] = self.streams
+                # A big openDiff's proposal is set aside before the SDK sees the body.
+                routes[path] = BigProposals(self.streams)
             else:
                 routes[path] = app
                 lifespans.append(app.router.lifespan_context(app))

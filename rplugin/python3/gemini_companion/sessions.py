@@ -120,6 +120,7 @@ class SessionStream:
                 self._fail("the connection is gone")
             finally:
                 queue.task_done()
+            del chunk  # not kept while waiting: an accepted file's event can be 64 MiB
         while not queue.empty():  # release drained() waiters
             queue.get_nowait()
             queue.task_done()

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
 from ..diff import next_diff_id
-from ..text import from_body, to_buffer
+from ..text import discard_handed_over, from_body, to_buffer
 
 if TYPE_CHECKING:
     from ..editor import Editor
@@ -67,7 +67,13 @@ class DiffReview:
     def close(self, call_id: str) -> None:
         diff_id = self._forget(call_id)
         if diff_id is not None:
-            self._editor.close_diff(diff_id, "closed")
+            closed = self._editor.close_diff(diff_id, "closed")
+            # Its text is not needed: a big one was handed over in a file, removed here.
+            closed.add_done_callback(
+                lambda f: (
+                    None if f.cancelled() or f.exception() else discard_handed_over(f.result())
+                )
+            )
 
     async def accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
         call_id = self._by_id.get(diff_id)

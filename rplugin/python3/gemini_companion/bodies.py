@@ -1,0 +1,305 @@
+"""Big ``openDiff`` bodies read once: the proposal is set aside, the SDK gets the rest.
+
+The mcp SDK reads a request body as a list of chunks joined into bytes, parses it to
+Python objects and validates them with pydantic; with our text conversion and the
+RPC to Neovim, an ``openDiff`` of N MiB cost the host about 7 N MiB at its peak
+(issue 14). Here, in front of the SDK, a POST of at least :data:`BIG_PROPOSAL_BYTES`
+with a ``Content-Length`` is read into one preallocated buffer and parsed once. If
+it is a ``tools/call`` of ``openDiff``, its ``newContent`` string is kept in the
+:class:`ProposalStash` under a random key and the SDK gets the same message with the
+key in its place: a body of a few hundred bytes, checked as any other (session,
+headers, JSON-RPC), answered as any other. The diff controller takes the string back
+by its key (:func:`take_proposal`). Anything else is handed on as it came.
+
+A key is ``"\\0"`` and 32 random hex digits: a client cannot guess one, and a
+``newContent`` that looks like one is refused anyway (no NUL is ever shown).
+
+Big blocks are given back to the system as soon as they are freed, and what is left
+free after a big request is too (:class:`_Allocator`), so the host returns near its
+size before the request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .security import BIG_BODY_BYTES, ASGIApp, Message, Receive, Scope, Send
+
+# Bodies (and answers) from this size on are handled here; smaller ones pass as they
+# are, at no cost. Below it the SDK's copies cost less than a MiB or two.
+BIG_PROPOSAL_BYTES = 256 * 1024
+
+log = logging.getLogger(__name__)
+
+_KEY_PREFIX = "\0gemini-companion-proposal:"
+
+
+class ProposalStash:
+    """``newContent`` strings set aside for the request that carried them. Used on the
+    server loop only."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, str] = {}
+
+    def put(self, content: str) -> str:
+        key = _KEY_PREFIX + os.urandom(16).hex()
+        self._held[key] = content
+        return key
+
+    def take(self, key: str) -> str | None:
+        return self._held.pop(key, None) if key.startswith(_KEY_PREFIX) else None
+
+    def discard(self, key: str) -> None:
+        self._held.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
+# One per host: keys are random, and the server loop is the only user.
+stash = ProposalStash()
+
+
+def take_proposal(arguments: Any) -> Any:
+    """``arguments`` of an ``openDiff`` call with the proposal set aside by
+    :class:`BigProposals` put back (a new mapping), else ``arguments`` unchanged."""
+    if isinstance(arguments, Mapping):
+        key = arguments.get("newContent")
+        if isinstance(key, str):
+            content = stash.take(key)
+            if content is not None:
+                return {**arguments, "newContent": content}
+    return arguments
+
+
+class BigProposals:
+    """ASGI layer in front of the IDE endpoint's SDK app (see the module's docstring).
+
+    RequestGuard has already checked the token and refused bodies over the limit."""
+
+    def __init__(self, app: ASGIApp, *, threshold: int = BIG_PROPOSAL_BYTES) -> None:
+        self._app = app
+        self._threshold = threshold
+        allocator.tune()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        length = _content_length(scope)
+        if length is None or length < self._threshold:
+            await self._small_request(scope, receive, send)
+            return
+        body = await _read_body(receive, length)
+        if body is None:  # the client went away before sending it all
+            return
+        key, small = _set_aside(body)
+        if small is None:
+            # Not an openDiff: the SDK gets the body as it came (one bytes object,
+            # which its join of one chunk keeps as it is).
+            whole = bytes(body)
+            del body
+            await self._app(scope, _replay(whole, receive), send)
+            del whole
+        else:
+            del body
+            headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(small)).encode()))
+            try:
+                await self._app({**scope, "headers": headers}, _replay(small, receive), send)
+            finally:
+                stash.discard(key)  # the SDK refused it before the tool ran
+        release_memory()
+
+    async def _small_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handed on as it is; memory is released after a big answer (closeDiff's)."""
+        big = False
+
+        async def watched_send(message: Message) -> None:
+            nonlocal big
+            if message["type"] == "http.response.body":
+                big = big or len(message.get("body", b"")) >= self._threshold
+            await send(message)
+
+        await self._app(scope, receive, watched_send)
+        if big:
+            await self._flush(scope)
+            release_memory()
+
+    async def _flush(self, scope: Scope) -> None:
+        """Run a ``ping`` through the SDK for the same session, its answer dropped.
+
+        The SDK's router keeps the last message it sent in a loop variable until the
+        next one: after a big closeDiff answer that held the whole text (16 MiB for
+        a 16 MiB file) until the client's next request."""
+        ping = json.dumps(
+            {"jsonrpc": "2.0", "id": f"gemini-companion-{os.urandom(8).hex()}", "method": "ping"}
+        ).encode()
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(ping)).encode()))
+
+        async def drop(message: Message) -> None:
+            pass
+
+        async def disconnected() -> Message:
+            return {"type": "http.disconnect"}
+
+        with contextlib.suppress(Exception):
+            await self._app(
+                {**scope, "headers": headers, "extensions": {}}, _replay(ping, disconnected), drop
+            )
+
+
+def _content_length(scope: Scope) -> int | None:
+    for key, value in scope["headers"]:
+        if key.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None  # RequestGuard has answered 400 already
+    return None
+
+
+async def _read_body(receive: Receive, length: int) -> bytearray | None:
+    """The body into one buffer of its announced size; None on a disconnect."""
+    body = bytearray(length)
+    view = memoryview(body)
+    filled = 0
+    try:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            end = filled + len(chunk)
+            if end > length:  # h11 keeps to Content-Length; never trust it blindly
+                return None
+            view[filled:end] = chunk
+            filled = end
+            if not message.get("more_body", False):
+                break
+    finally:
+        view.release()
+    if filled != length:
+        del body[filled:]
+    return body
+
+
+def _set_aside(body: bytearray) -> tuple[str, bytes | None]:
+    """``(key, small body)`` for an openDiff call, its proposal stashed under ``key``;
+    ``("", None)`` for anything else. Empties ``body``.
+
+    Parsed with the standard library, which decodes the JSON string with no copy on
+    the side (pydantic's parser held three times its size); where the two parsers
+    differ (lone surrogates, which the SDK refuses), the SDK decides."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "", None  # the SDK answers the parse error
+    body.clear()
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
+        message = None
+    if not _is_open_diff(message) or not _surrogate_free(
+        message["params"]["arguments"]["newContent"]
+    ):
+        body[:] = text.encode("utf-8")  # the very bytes that came
+        return "", None
+    del text
+    arguments = message["params"]["arguments"]
+    key = stash.put(arguments["newContent"])
+    arguments["newContent"] = key
+    # ASCII: any lone surrogate elsewhere stays escaped, for the SDK to refuse.
+    return key, json.dumps(message).encode()
+
+
+def _is_open_diff(message: Any) -> bool:
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return False
+    params = message.get("params")
+    if not isinstance(params, dict) or params.get("name") != "openDiff":
+        return False
+    arguments = params.get("arguments")
+    return isinstance(arguments, dict) and isinstance(arguments.get("newContent"), str)
+
+
+def _surrogate_free(text: str) -> bool:
+    if text.isascii():
+        return True
+    slice_ = 1 << 20
+    for start in range(0, len(text), slice_):
+        try:
+            text[start : start + slice_].encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``body`` once, then the connection's own messages
+    (its body is read already: what comes is the disconnect)."""
+    pending: list[bytes] = [body]
+
+    async def replay() -> Message:
+        if pending:
+            return {"type": "http.request", "body": pending.pop(), "more_body": False}
+        return await receive()
+
+    return replay
+
+
+class _Allocator:
+    """glibc's allocator, where there is one (else every call does nothing)."""
+
+    # mallopt parameter: allocations from this size on get pages of their own.
+    M_MMAP_THRESHOLD = -3
+
+    def __init__(self) -> None:
+        self._libc: Any = None
+        self._loaded = False
+        self.tuned = False
+
+    def _load(self) -> Any:
+        if not self._loaded:
+            self._loaded = True
+            import ctypes
+
+            with contextlib.suppress(OSError, AttributeError):
+                # not ctypes.util.find_library: it runs ldconfig in a subprocess
+                libc = ctypes.CDLL("libc.so.6")
+                libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+                libc.malloc_trim.argtypes = [ctypes.c_size_t]
+                self._libc = libc
+        return self._libc
+
+    def tune(self, threshold: int = BIG_BODY_BYTES) -> None:
+        """Blocks of ``threshold`` bytes and more are mapped on their own, and given
+        back to the system as soon as they are freed. By default glibc raises that
+        threshold to the size of the biggest block freed so far (up to 32 MiB), so
+        after one big request the next ones land in its heaps, whose free top it
+        keeps (up to 64 MiB per thread): the host stayed ~60 MiB above its size at
+        rest after each big closeDiff."""
+        libc = self._load()
+        if libc is not None and not self.tuned:
+            self.tuned = bool(libc.mallopt(self.M_MMAP_THRESHOLD, threshold))
+
+    def trim(self) -> None:
+        """Give free heap pages back to the system."""
+        libc = self._load()
+        if libc is not None:
+            libc.malloc_trim(0)
+
+
+allocator = _Allocator()
+
+
+def release_memory() -> None:
+    """After a big request: what its smaller pieces left free in the heaps goes back
+    to the system (the big blocks went already, see :meth:`_Allocator.tune`)."""
+    allocator.trim()
