@@ -29,55 +29,30 @@ import json
 import statistics
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import ROOT, Nvim, Sandbox, register_remote_plugin, wait_for
+from harness import ROOT, Nvim, Sandbox, empty_manifest, wait_for
+from panel import (
+    agent_state,
+    measure_stream,
+    seen,
+    seen_count,
+    transcript,
+    transcript_lines,
+    watch_transcript,
+    work_dir,
+)
+from stats import percentile
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
-WATCH = """
-_G.bench_seen = {}
-local buf = require('gemini_companion.agent.transcript').buffer()
-vim.api.nvim_buf_attach(buf, false, {
-  on_lines = function(_, b, _, first, _, last)
-    local now = vim.uv.hrtime()
-    for _, line in ipairs(vim.api.nvim_buf_get_lines(b, first, last, false)) do
-      local n = line:match('^ping%-(%d+)$')
-      if n and not _G.bench_seen[n] then _G.bench_seen[n] = now end
-    end
-  end,
-})
-"""
-
-STALL_START = """
-_G.bench_stall = 0
-_G.bench_timer = vim.uv.new_timer()
-_G.bench_timer:start(0, 2, function()
-  local t0 = vim.uv.hrtime()
-  vim.schedule(function()
-    local d = vim.uv.hrtime() - t0
-    if d > _G.bench_stall then _G.bench_stall = d end
-  end)
-end)
-"""
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
 
 def start(root: Path, manifest: Path, log: Path) -> Nvim:
-    sandbox = Sandbox.create(root, manifest)
-    work = root / "work"
-    work.mkdir(parents=True, exist_ok=True)
     nvim = Nvim(
-        sandbox,
-        cwd=work,
+        Sandbox.create(root, manifest),
+        cwd=work_dir(root),
         env={"GEMINI_COMPANION_TEST_TRANSPORT": SCRIPTED, "SCRIPTED_TRANSPORT_LOG": str(log)},
     )
     nvim.wait_running()
@@ -86,61 +61,27 @@ def start(root: Path, manifest: Path, log: Path) -> Nvim:
 
 def bench_latency(nvim: Nvim, log: Path, chunks: int) -> list[float]:
     nvim.api.command("GeminiAgent hello")
-    wait_for(
-        lambda: (
-            "Hello, world"
-            in "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
-        ),
-        30,
-        "the panel",
-    )
-    nvim.lua(WATCH)
+    wait_for(lambda: "Hello, world" in transcript(nvim), 30, "the panel")
+    watch_transcript(nvim, "^ping%-(%d+)$")
     nvim.api.command(f"GeminiAgent ping {chunks}")
-    wait_for(
-        lambda: nvim.lua("return vim.tbl_count(_G.bench_seen)") >= chunks,
-        60,
-        "every ping in the transcript",
-    )
-    wait_for(
-        lambda: nvim.lua("return require('gemini_companion.agent').state().state") == "idle",
-        30,
-        "the ping prompt to end",
-    )
-    seen = {int(k): v for k, v in nvim.lua("return _G.bench_seen").items()}
+    wait_for(lambda: seen_count(nvim) >= chunks, 60, "every ping in the transcript")
+    wait_for(lambda: agent_state(nvim) == "idle", 30, "the ping prompt to end")
+    drawn = {int(k): v for k, v in seen(nvim).items()}
     emitted = {
         r["n"]: r["ns"]
         for r in map(json.loads, log.read_text().splitlines())
         if r.get("call") == "ping"
     }
-    return [(seen[n] - emitted[n]) / 1e6 for n in emitted if n in seen]
+    return [(drawn[n] - emitted[n]) / 1e6 for n in emitted if n in drawn]
 
 
 def bench_stall(nvim: Nvim, size: int) -> tuple[float, float, float]:
-    nvim.lua(STALL_START)
-    worst_eval = 0.0
-    done = threading.Event()
-    started = time.perf_counter()
-    nvim.api.command(f"GeminiAgent stream {size}")
-    # Round trips from outside while the stream is drawn.
-    deadline = time.monotonic() + 120
-    while not done.is_set():
-        if time.monotonic() > deadline:
-            state = nvim.lua("return require('gemini_companion.agent').state()")
-            raise SystemExit(f"the 1 MB stream did not end: {state}")
-        t0 = time.perf_counter()
-        nvim.api.eval("1")
-        worst_eval = max(worst_eval, (time.perf_counter() - t0) * 1000)
-        state = nvim.lua("return require('gemini_companion.agent').state().state")
-        lines = nvim.lua(
-            "local t = require('gemini_companion.agent.transcript')"
-            " return vim.api.nvim_buf_line_count(t.buffer())"
-        )
-        if state == "idle" and lines > size // 100:
-            done.set()
-        time.sleep(0.005)
-    elapsed = time.perf_counter() - started
-    stall = nvim.lua("_G.bench_timer:stop() return _G.bench_stall") / 1e6
-    return stall, worst_eval, elapsed
+    return measure_stream(
+        nvim,
+        f"GeminiAgent stream {size}",
+        lambda: agent_state(nvim) == "idle" and transcript_lines(nvim) > size // 100,
+        "the 1 MB stream's end",
+    )
 
 
 def main() -> None:
@@ -151,8 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        manifest = root / "rplugin.vim"
-        register_remote_plugin(Sandbox.create(root / "register", manifest))
+        manifest = empty_manifest(root / "rplugin.vim")
         latencies: list[float] = []
         stalls: list[tuple[float, float, float]] = []
         for run in range(args.runs):

@@ -18,42 +18,26 @@ Run by bench/agent.py; alone: .venv/bin/python bench/agent_acp.py [--runs N]
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fake_model import gemini_home, text, write_responses
 from harness import INTEROP, ROOT, Nvim, Sandbox, wait_for
+from panel import (
+    agent_state,
+    measure_stream,
+    seen,
+    seen_count,
+    transcript,
+    transcript_lines,
+    watch_transcript,
+    work_dir,
+)
+from stats import percentile
 
 GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 FAKE_AGENT = ROOT / "tests" / "agent_fakes" / "acp_agent.py"
-
-WATCH = """
-_G.bench_seen = {}
-local buf = require('gemini_companion.agent.transcript').buffer()
-vim.api.nvim_buf_attach(buf, false, {
-  on_lines = function(_, b, _, first, _, last)
-    local now = vim.uv.hrtime()
-    for _, line in ipairs(vim.api.nvim_buf_get_lines(b, first, last, false)) do
-      local ns = line:match('^<t=(%d+)>')
-      if ns and not _G.bench_seen[ns] then _G.bench_seen[ns] = now end
-    end
-  end,
-})
-"""
-
-STALL_START = """
-_G.bench_stall = 0
-_G.bench_timer = vim.uv.new_timer()
-_G.bench_timer:start(0, 2, function()
-  local t0 = vim.uv.hrtime()
-  vim.schedule(function()
-    local d = vim.uv.hrtime() - t0
-    if d > _G.bench_stall then _G.bench_stall = d end
-  end)
-end)
-"""
 
 FIRST_PROMPT = """
 local text = ...
@@ -81,17 +65,10 @@ vim.cmd('GeminiAgent ' .. text)
 """
 
 
-def transcript(nvim: Nvim) -> str:
-    return "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
-
-
 def start_nvim(root: Path, manifest: Path, cmd: list[str], env: dict[str, str]) -> Nvim:
-    sandbox = Sandbox.create(root, manifest)
-    work = root / "work"
-    work.mkdir(parents=True, exist_ok=True)
     nvim = Nvim(
-        sandbox,
-        cwd=work,
+        Sandbox.create(root, manifest),
+        cwd=work_dir(root),
         setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
         env=env,
     )
@@ -99,25 +76,16 @@ def start_nvim(root: Path, manifest: Path, cmd: list[str], env: dict[str, str]) 
     return nvim
 
 
-def idle(nvim: Nvim) -> bool:
-    return bool(nvim.lua("return require('gemini_companion.agent').state().state") == "idle")
-
-
 def bench_latency(root: Path, manifest: Path, chunks: int) -> list[float]:
     nvim = start_nvim(root, manifest, [sys.executable, str(FAKE_AGENT)], {})
     try:
         nvim.api.command("GeminiAgent hello")
         wait_for(lambda: "echo: hello" in transcript(nvim), 60, "the fake agent's answer")
-        nvim.lua(WATCH)
+        watch_transcript(nvim, "^<t=(%d+)>")
         # 20 ms apart: each chunk is its own event, not a burst.
         nvim.api.command(f"GeminiAgent stream {chunks} 60 20")
-        wait_for(
-            lambda: nvim.lua("return vim.tbl_count(_G.bench_seen)") >= chunks,
-            120,
-            "every chunk in the transcript",
-        )
-        seen = nvim.lua("return _G.bench_seen")
-        return [(now - int(sent)) / 1e6 for sent, now in seen.items()]
+        wait_for(lambda: seen_count(nvim) >= chunks, 120, "every chunk in the transcript")
+        return [(now - int(sent)) / 1e6 for sent, now in seen(nvim).items()]
     finally:
         nvim.close()
 
@@ -132,26 +100,12 @@ def bench_stall(root: Path, manifest: Path) -> tuple[float, float, float]:
     try:
         nvim.api.command("GeminiAgent hello")
         wait_for(lambda: "echo: hello" in transcript(nvim), 60, "the fake agent's answer")
-        nvim.lua(STALL_START)
-        worst_eval = 0.0
-        started = time.perf_counter()
-        nvim.api.command("GeminiAgent stream 1000 1000 0")
-        while True:
-            t0 = time.perf_counter()
-            nvim.api.eval("1")
-            worst_eval = max(worst_eval, (time.perf_counter() - t0) * 1000)
-            lines = nvim.lua(
-                "return vim.api.nvim_buf_line_count("
-                "require('gemini_companion.agent.transcript').buffer())"
-            )
-            if lines > 1000 and idle(nvim):
-                break
-            if time.perf_counter() - started > 120:
-                raise AssertionError(f"the megabyte did not arrive within 120 s ({lines} lines)")
-            time.sleep(0.005)
-        elapsed = time.perf_counter() - started
-        stall = nvim.lua("_G.bench_timer:stop() return _G.bench_stall") / 1e6
-        return stall, worst_eval, elapsed
+        return measure_stream(
+            nvim,
+            "GeminiAgent stream 1000 1000 0",
+            lambda: transcript_lines(nvim) > 1000 and agent_state(nvim) == "idle",
+            "the megabyte's arrival",
+        )
     finally:
         nvim.close()
 
@@ -184,8 +138,7 @@ def report(root: Path, manifest: Path, runs: int, chunks: int) -> None:
         latencies += bench_latency(root / f"acp-latency{run}", manifest, chunks)
         stalls.append(bench_stall(root / f"acp-stall{run}", manifest))
         starts.append(bench_first_prompt(root / f"acp-start{run}", manifest))
-    ordered = sorted(latencies)
-    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    p99 = percentile(latencies, 0.99)
     print(
         f"ACP event -> transcript ({len(latencies)} chunks, SDK fake agent):"
         f" p50 {statistics.median(latencies):.1f} ms, p99 {p99:.1f} ms,"
@@ -208,7 +161,7 @@ if __name__ == "__main__":
     import argparse
     import tempfile
 
-    from harness import register_remote_plugin
+    from harness import empty_manifest
 
     parser = argparse.ArgumentParser(description="ACP figures of the agent panel")
     parser.add_argument("--runs", type=int, default=3)
@@ -216,6 +169,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        manifest_path = base / "rplugin.vim"
-        register_remote_plugin(Sandbox.create(base / "register", manifest_path))
-        report(base, manifest_path, args.runs, args.chunks)
+        report(base, empty_manifest(base / "rplugin.vim"), args.runs, args.chunks)

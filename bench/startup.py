@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import pynvim
-from harness import Nvim, Sandbox, nvim_executable, register_remote_plugin, wait_for
+from harness import Nvim, Sandbox, empty_manifest, nvim_executable, wait_for
 from ide_client import IdeClientProcess, ensure_interop_packages
 
 # Queued from init.lua, before any plugin code: a 1 ms vim.uv timer that queues a
@@ -313,9 +313,7 @@ def main() -> None:
 
     workdir = Path(tempfile.mkdtemp(prefix="gemini-bench-"))
     try:
-        manifest = workdir / "rplugin.vim"
-        sandbox = Sandbox.create(workdir / "sandbox", manifest)
-        register_remote_plugin(sandbox)
+        sandbox = Sandbox.create(workdir / "sandbox", empty_manifest(workdir / "rplugin.vim"))
 
         lines = [f"{'figure':<46} {'median':>11}  {'min .. max':>17}  {'':6}  target"]
         if "screen" in parts:

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Nvim, Sandbox
+from harness import Nvim, Sandbox, empty_manifest
 from ide_client import ensure_interop_packages
 
 
@@ -13,9 +13,7 @@ from ide_client import ensure_interop_packages
 def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An empty remote-plugin manifest: the plugin needs none (its Python side is a
     job, host.lua), and the user's own is kept out."""
-    path = tmp_path_factory.mktemp("manifest") / "rplugin.vim"
-    path.write_text("")
-    return path
+    return empty_manifest(tmp_path_factory.mktemp("manifest") / "rplugin.vim")
 
 
 @pytest.fixture

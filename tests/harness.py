@@ -141,6 +141,15 @@ class Sandbox:
         return path
 
 
+def empty_manifest(path: Path) -> Path:
+    """An empty remote-plugin manifest at ``path`` (for ``NVIM_RPLUGIN_MANIFEST``): the
+    plugin needs none (its Python side is a job, host.lua), and the user's own is
+    kept out of the sandbox."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+    return path
+
+
 class Nvim:
     """A headless ``nvim --embed`` child driven over msgpack-rpc."""
 

@@ -493,3 +493,20 @@ def test_the_agents_reads_are_refused_off_regular_files_and_outside_the_workspac
     nvim.api.command("normal! ggccunsaved outside")
     assert read(outside) == "read: unsaved outside"
     assert read(work / "missing").startswith("read failed:")
+
+
+def test_checkhealth_tells_whether_the_agent_runs(fake_agent: Agent) -> None:
+    nvim = fake_agent.nvim
+
+    def health() -> str:
+        nvim.api.command("checkhealth gemini_companion")
+        report = "\n".join(nvim.api.current.buffer[:])
+        nvim.api.command("bwipeout")
+        return report
+
+    assert "the agent is not running (:GeminiAgent starts it)" in health()
+    nvim.api.command("GeminiAgent hi")
+    fake_agent.wait_transcript("echo: hi")
+    session = fake_agent.wait_idle()["session_id"]
+    report = health()
+    assert f"OK running fake-acp-agent 0.0.1, session {session} (mode ?, model ?)" in report, report

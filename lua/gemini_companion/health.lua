@@ -249,6 +249,27 @@ local function check_sessions()
   end
 end
 
+--- The panel's agent: not running, failed (and what to do), or reached.
+---@param current table the agent's state (gemini_companion.agent.state)
+---@param how { stopped: boolean, stopped_text: string, retry: string, verb: string, where: string }
+local function report_agent(current, how)
+  if how.stopped then
+    health.info(how.stopped_text)
+  elseif current.state == "error" then
+    health.warn("the agent: " .. tostring(current.detail), { how.retry })
+  else
+    health.ok(
+      string.format(
+        "%s %s %s%s",
+        how.verb,
+        tostring(current.agent or "the agent"),
+        tostring(current.agent_version or ""),
+        how.where
+      )
+    )
+  end
+end
+
 --- The agent panel's A2A server: command found, its version, credentials, and,
 --- once connected, the agent it reached (dialect, extension).
 ---@param a2a { url?: string, cmd: string[], env: table<string, string> }
@@ -292,22 +313,18 @@ local function check_a2a(a2a)
       )
     end
   end
-  if current.state == "stopped" then
-    health.info("the agent is not connected (:GeminiAgent connects)")
-  elseif current.state == "error" then
-    health.warn("the agent: " .. tostring(current.detail), { "The next prompt tries again; see the log file" })
-  else
-    health.ok(
-      string.format(
-        "reached %s %s at %s (%s dialect%s)",
-        tostring(current.agent or "the agent"),
-        tostring(current.agent_version or ""),
-        tostring(current.url or "?"),
-        tostring(current.dialect or "?"),
-        current.extension and (", extension " .. current.extension) or ", no development-tool extension declared"
-      )
-    )
-  end
+  report_agent(current, {
+    stopped = current.state == "stopped",
+    stopped_text = "the agent is not connected (:GeminiAgent connects)",
+    retry = "The next prompt tries again; see the log file",
+    verb = "reached",
+    where = string.format(
+      " at %s (%s dialect%s)",
+      tostring(current.url or "?"),
+      tostring(current.dialect or "?"),
+      current.extension and (", extension " .. current.extension) or ", no development-tool extension declared"
+    ),
+  })
 end
 
 ---@param acp { cmd: string[], env: table<string, string> }
@@ -328,22 +345,18 @@ local function check_acp(acp)
   else
     health.ok(string.format("ACP agent: %s (%s)", table.concat(acp.cmd, " "), path))
   end
-  if current.protocol ~= "acp" or current.state == "stopped" then
-    health.info("the agent is not running (:GeminiAgent starts it)")
-  elseif current.state == "error" then
-    health.warn("the agent: " .. tostring(current.detail), { "The next prompt starts it again; see the log file" })
-  else
-    health.ok(
-      string.format(
-        "running %s %s, session %s (mode %s, model %s)",
-        tostring(current.agent or "the agent"),
-        tostring(current.agent_version or ""),
-        tostring(current.session_id or "?"),
-        tostring(current.mode or "?"),
-        tostring(current.model or "?")
-      )
-    )
-  end
+  report_agent(current, {
+    stopped = current.protocol ~= "acp" or current.state == "stopped",
+    stopped_text = "the agent is not running (:GeminiAgent starts it)",
+    retry = "The next prompt starts it again; see the log file",
+    verb = "running",
+    where = string.format(
+      ", session %s (mode %s, model %s)",
+      tostring(current.session_id or "?"),
+      tostring(current.mode or "?"),
+      tostring(current.model or "?")
+    ),
+  })
 end
 
 local function check_agent()
