@@ -30,7 +30,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "rplugin" / "python3")]
 
 import httpx2  # noqa: E402
 from gemini_companion.context import ContextTracker  # noqa: E402
-from harness import Nvim, Sandbox, register_remote_plugin, wait_for  # noqa: E402
+from harness import Nvim, Sandbox, empty_manifest, wait_for  # noqa: E402
 from mcp_client import SyncMcpConnection, mcp_client, open_raw_session  # noqa: E402
 from stats import percentile  # noqa: E402
 
@@ -365,8 +365,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="gemini-context-bench-") as tmp:
         root = Path(tmp)
-        sandbox = Sandbox.create(root / "sandbox", root / "rplugin.vim")
-        register_remote_plugin(sandbox)
+        sandbox = Sandbox.create(root / "sandbox", empty_manifest(root / "rplugin.vim"))
         project = sandbox.root / "project"
         project.mkdir()
         text = project / "bench.txt"

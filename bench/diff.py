@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Nvim, Sandbox, register_remote_plugin, wait_for
+from harness import Nvim, Sandbox, empty_manifest, wait_for
 from ide_client import IdeClientProcess, ensure_interop_packages
 from mcp_client import SyncMcpConnection, mcp_client
 from stats import percentile
@@ -285,8 +285,7 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gemini-diff-bench-"))
     try:
-        manifest = root / "rplugin.vim"
-        register_remote_plugin(Sandbox.create(root / "manifest", manifest))
+        manifest = empty_manifest(root / "rplugin.vim")
         if args.only in (None, "open"):
             bench_open(root, manifest, args.runs)
         if args.only in (None, "open-real"):

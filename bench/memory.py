@@ -26,7 +26,7 @@ import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Nvim, Sandbox, register_remote_plugin
+from harness import Nvim, Sandbox, empty_manifest
 from mcp_client import open_raw_session, post_headers
 
 MIB = 1024 * 1024
@@ -84,8 +84,7 @@ def tool_call(path: Path, content: str, name: str = "openDiff") -> str:
 def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="gemini-memory-bench-"))
     try:
-        manifest = root / "rplugin.vim"
-        register_remote_plugin(Sandbox.create(root / "manifest", manifest))
+        manifest = empty_manifest(root / "rplugin.vim")
         sandbox = Sandbox.create(root / "nvim", manifest)
         nvim = Nvim(sandbox, setup={"max_request_bytes": 80 * MIB})
         try:

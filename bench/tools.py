@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Nvim, Sandbox, register_remote_plugin, wait_for
+from harness import Nvim, Sandbox, empty_manifest, wait_for
 from mcp_client import SyncMcpConnection, mcp_client
 
 STALL_PROBE = """
@@ -70,8 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gemini-tools-bench-") as tmp:
         root = Path(tmp)
-        sandbox = Sandbox.create(root / "sandbox", root / "rplugin.vim")
-        register_remote_plugin(sandbox)
+        sandbox = Sandbox.create(root / "sandbox", empty_manifest(root / "rplugin.vim"))
         project = sandbox.root / "project"
         project.mkdir()
         for i in range(200):
