@@ -203,6 +203,9 @@ def test_a_dropped_stream_is_followed_again_without_duplicates(tmp_path: Path, h
                 assert "dropped while task" in notices[0]
                 assert agent.subscriptions == [t.task_id]  # tasks/resubscribe was asked
                 text = sink.text()
+                if how == "asking":  # read back from the task's history, by its shape
+                    thoughts = [e for e in sink.events if isinstance(e, ThoughtChunk)]
+                    assert thoughts == [ThoughtChunk("run the tests", "Planning")]
                 if how in ("pending", "asking"):
                     assert notices[-1].endswith("it is input-required.")
                     assert sink.calls("sh-drop") == ["pending"]  # restored once, still waiting

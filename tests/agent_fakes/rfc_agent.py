@@ -346,6 +346,13 @@ class RfcAgent(AgentExecutor):
         if how == "asking":  # the client learns of the call from the task alone
             self.drop_marker = "Let me run the tests."
             await self._text(queue, context, "Let me run the tests.")
+            await self._status(
+                queue,
+                context,
+                pb.TaskState.TASK_STATE_WORKING,
+                "THOUGHT",
+                data={"subject": "Planning", "description": "run the tests"},
+            )
             await self._ask(context, queue, shell_call("sh-drop", "make test"))
             return
         self.drop_marker = "Before the drop."
@@ -448,7 +455,9 @@ class RfcAgent(AgentExecutor):
             ServerCallContext(),
         )
         assert isinstance(task, pb.Task)
-        return {"execution_id": task.id, "status": "STARTED"}
+        # /restore asks first: the RFC's status for a command paused on a shell command.
+        status = "AWAITING_SHELL_CONFIRMATION" if name == "restore" else "STARTED"
+        return {"execution_id": task.id, "status": status}
 
     async def _command(
         self, context: RequestContext, queue: EventQueue, command: dict[str, Any]
