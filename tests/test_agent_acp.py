@@ -131,26 +131,35 @@ def test_a_prompt_streams_the_answer_and_the_thought_into_the_transcript(
     assert state["models"]
 
 
-def test_an_edit_reviewed_in_the_diff_tab_lands_on_disk_as_the_user_changed_it(
-    start_agent: Callable[..., Agent], tmp_path: Path
-) -> None:
-    target = tmp_path / "work" / "notes.txt"
+def start_edit(
+    start_agent: Callable[..., Agent], tmp_path: Path, name: str, *, old: str, new: str, done: str
+) -> tuple[Agent, Path, list[dict[str, Any]]]:
+    """An agent whose model writes ``new`` over ``old`` in work/``name``, then says
+    ``done``; prompted, it waits with its edit pending, open in a diff tab (the views)."""
+    target = tmp_path / "work" / name
     target.parent.mkdir(exist_ok=True)
-    target.write_text("old line\n")
+    target.write_text(old)
     agent = start_agent(
-        [
-            [[call("write_file", file_path=str(target), content="new line\n")]],
-            [[text("Written.")]],
-        ]
+        [[[call("write_file", file_path=str(target), content=new)]], [[text(done)]]]
     )
-    nvim = agent.nvim
-    nvim.api.command("GeminiAgent update notes.txt")
+    agent.nvim.api.command(f"GeminiAgent update {name}")
     pending = agent.wait_pending("edit")
     assert pending["file_path"] == str(target)
     views = wait_for(
-        lambda: nvim.lua("return require('gemini_companion.diff').views()"), 30, "the diff tab"
+        lambda: agent.nvim.lua("return require('gemini_companion.diff').views()"),
+        30,
+        "the diff tab",
     )
-    view = views[0]
+    return agent, target, views
+
+
+def test_an_edit_reviewed_in_the_diff_tab_lands_on_disk_as_the_user_changed_it(
+    start_agent: Callable[..., Agent], tmp_path: Path
+) -> None:
+    agent, target, [view] = start_edit(
+        start_agent, tmp_path, "notes.txt", old="old line\n", new="new line\n", done="Written."
+    )
+    nvim = agent.nvim
     assert view["file_path"] == str(target)
     assert nvim.api.buffers[view["proposal"]][:] == ["new line"]
     assert target.read_text() == "old line\n"  # nothing is written before the answer
@@ -232,19 +241,10 @@ def test_a_rejected_shell_command_does_not_run(
 def test_allow_always_switches_the_mode_and_the_mode_and_model_commands_complete(
     start_agent: Callable[..., Agent], tmp_path: Path
 ) -> None:
-    target = tmp_path / "work" / "a.txt"
-    target.parent.mkdir(exist_ok=True)
-    target.write_text("a\n")
-    agent = start_agent(
-        [
-            [[call("write_file", file_path=str(target), content="b\n")]],
-            [[text("Edited.")]],
-        ]
+    agent, target, _ = start_edit(
+        start_agent, tmp_path, "a.txt", old="a\n", new="b\n", done="Edited."
     )
     nvim = agent.nvim
-    nvim.api.command("GeminiAgent edit a.txt")
-    agent.wait_pending("edit")
-    wait_for(lambda: nvim.lua("return require('gemini_companion.diff').views()"), 30, "diff")
     nvim.api.command("tabfirst")  # the panel's tab: the answer takes an option there
     nvim.api.command("GeminiAccept proceed_always")
     agent.wait_transcript("Edited.")

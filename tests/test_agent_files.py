@@ -106,9 +106,12 @@ def editor_nvim(nvim_factory: Any, tmp_path: Path) -> Nvim:
     return nvim_factory(setup={"auto_start": False}, cwd=tmp_path)  # type: ignore[no-any-return]
 
 
-def files_for(nvim: Nvim) -> tuple[EditorFiles, LuaEditor]:
+def files_for(nvim: Nvim, *roots: Path) -> tuple[EditorFiles, LuaEditor]:
+    """files.py on ``nvim``; with ``roots``, files not loaded in Neovim are reached
+    only under them (the workspace policy, diff.PathPolicy)."""
     editor = LuaEditor(nvim)
-    return EditorFiles(editor), editor  # type: ignore[arg-type]
+    policy = PathPolicy.of([str(r) for r in roots]) if roots else None
+    return EditorFiles(editor, lambda: policy), editor  # type: ignore[arg-type]
 
 
 def buffer_lines(nvim: Nvim, path: Path) -> list[str]:
@@ -245,8 +248,7 @@ def test_writes_to_a_fifo_or_outside_the_workspace_are_refused(
     os.mkfifo(fifo)
     outside = tmp_path / "outside.txt"
     outside.write_text("kept\n")
-    editor = LuaEditor(editor_nvim)
-    files = EditorFiles(editor, lambda: PathPolicy.of([str(work)]))  # type: ignore[arg-type]
+    files, _ = files_for(editor_nvim, work)
     with pytest.raises(FileAccessError, match="not a regular file"):
         asyncio.run(files.write(str(fifo), "never\n"))
     with pytest.raises(FileAccessError, match="outside the workspace folders"):

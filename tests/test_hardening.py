@@ -386,19 +386,28 @@ class NoListener:
         pass
 
 
-@pytest.fixture
-def quick_server() -> Iterator[Any]:
-    """A server with a 0.5 s header deadline and room for 5 connections."""
+def _running_server(**options: Any) -> Iterator[Any]:
+    """A companion server with no Neovim and no tools, with these ``ServerOptions``,
+    answering on its port; stopped after the test."""
     from gemini_companion.server import CompanionServer, ServerOptions
     from gemini_companion.tools import IDE_PATH, ToolRegistry
 
-    options = ServerOptions(token="t" * 43, header_timeout_seconds=0.5, max_connections=5)
-    server = CompanionServer(options, {IDE_PATH: ToolRegistry("none")}, listener=NoListener())
+    server = CompanionServer(
+        ServerOptions(token="t" * 43, **options),
+        {IDE_PATH: ToolRegistry("none")},
+        listener=NoListener(),
+    )
     server.start()
     wait_for(lambda: _answers(server.port), 15, "the server to answer")
     yield server
     server.request_exit()
     server.join(10)
+
+
+@pytest.fixture
+def quick_server() -> Iterator[Any]:
+    """A server with a 0.5 s header deadline and room for 5 connections."""
+    yield from _running_server(header_timeout_seconds=0.5, max_connections=5)
 
 
 def _answers(port: int) -> bool:
@@ -567,16 +576,7 @@ def test_a_killed_host_is_noticed_cleaned_up_and_restarted_in_the_same_session(
 @pytest.fixture
 def expiring_server() -> Iterator[Any]:
     """A server whose abandoned MCP sessions expire after 1 s, at most 20 at once."""
-    from gemini_companion.server import CompanionServer, ServerOptions
-    from gemini_companion.tools import IDE_PATH, ToolRegistry
-
-    options = ServerOptions(token="t" * 43, session_idle_seconds=1.0, max_sessions=20)
-    server = CompanionServer(options, {IDE_PATH: ToolRegistry("none")}, listener=NoListener())
-    server.start()
-    wait_for(lambda: _answers(server.port), 15, "the server to answer")
-    yield server
-    server.request_exit()
-    server.join(10)
+    yield from _running_server(session_idle_seconds=1.0, max_sessions=20)
 
 
 def test_abandoned_sessions_expire_and_a_connected_client_keeps_its_own(
