@@ -214,8 +214,12 @@ class Nvim:
         return str(json.loads(Path(self.state()["discovery_file"]).read_text())["authToken"])
 
     def wait_running(self, timeout: float = 15) -> dict[str, Any]:
+        """The companion's own running state (not the one the host announces as it
+        starts, marked ``loading``, while pynvim and the server stack still load)."""
         return wait_for(
-            lambda: (s := self.state()).get("running") and s, timeout, "the companion to run"
+            lambda: (s := self.state()).get("running") and not s.get("loading") and s,
+            timeout,
+            "the companion to run",
         )
 
     def wait_state(

@@ -7,7 +7,8 @@ import json
 import re
 import socket
 import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,14 @@ def test_a_started_companion_serves_the_socket_published_as_its_host_started(
     nvim: Nvim,
 ) -> None:
     state = nvim.wait_running()
-    log = nvim.sandbox.log_file.read_text()
+    # The early state (early.py's announce) comes before the companion logs its start.
+    log = wait_for(
+        lambda: (
+            (f := nvim.sandbox.log_file).exists() and "listening on" in (t := f.read_text()) and t
+        ),
+        10,
+        "the companion's start in its log",
+    )
     assert f"listening on 127.0.0.1:{state['port']}" in log, log
     assert "(both made as the host started)" in log, log
     content = json.loads(Path(state["discovery_file"]).read_text())
@@ -90,3 +98,93 @@ def test_the_warm_up_session_leaves_no_trace(nvim: Nvim) -> None:
     assert "warming the server up failed" not in log, log
     assert "CLI session" not in log, log
     assert nvim.state()["sessions"] == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        False,
+        0,
+        127,
+        128,
+        -1,
+        -32,
+        -33,
+        2**40,
+        -(2**40),
+        1.5,
+        "",
+        "é" * 40,
+        "x" * 300,
+        "y" * 70000,
+        list(range(20)),
+        {"a": {"b": [1, "c"]}, "n": None},
+        {str(i): i for i in range(20)},
+    ],
+)
+def test_pack_writes_msgpack(value: object) -> None:
+    import msgpack
+
+    assert msgpack.unpackb(early.pack(value), raw=False, strict_map_key=False) == value
+
+
+# Stands in for pynvim in the host's process: holds the host's later stages (pynvim,
+# the package's __init__, the server stack) until the test creates the release file,
+# then hands over to the real pynvim.
+HOLD_PYNVIM = """
+import os, sys, time
+release = os.environ["GEMINI_TEST_RELEASE"]
+while not os.path.exists(release):
+    time.sleep(0.005)
+sys.path.remove(os.path.dirname(os.path.abspath(__file__)))
+del sys.modules["pynvim"]
+import pynvim as real
+sys.modules["pynvim"] = real
+"""
+
+
+def test_neovim_knows_the_port_before_pynvim_loads_and_early_requests_wait(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    import httpx2
+
+    shim = tmp_path / "hold"
+    shim.mkdir()
+    (shim / "pynvim.py").write_text(HOLD_PYNVIM)
+    release = tmp_path / "release"
+    nvim = nvim_factory(env={"PYTHONPATH": str(shim), "GEMINI_TEST_RELEASE": str(release)})
+    try:
+        state = nvim.wait_state(lambda s: bool(s.get("running")), 15, "the announced state")
+        assert state["loading"] is True
+        port = state["port"]
+        # Held back: the companion has not started (it logs its start), yet Neovim
+        # has the state and exports the variables to its jobs.
+        assert not nvim.sandbox.log_file.exists(), "the host's later stages ran"
+        assert nvim.lua("return vim.env.GEMINI_CLI_IDE_SERVER_PORT") == str(port)
+        token = nvim.lua("return vim.env.GEMINI_CLI_IDE_AUTH_TOKEN")
+        content = json.loads(Path(state["discovery_file"]).read_text())
+        assert (content["port"], content["authToken"]) == (port, token)
+        assert state["sessions"] == [] and state["env"]["GEMINI_CLI_IDE_PID"] == str(
+            nvim.lua("return vim.fn.getpid()")
+        )
+        # A request sent now waits in the socket's backlog and is answered once the
+        # server runs.
+        answers: list[int] = []
+
+        def ask() -> None:
+            answers.append(httpx2.get(f"http://127.0.0.1:{port}/mcp", timeout=30).status_code)
+
+        asker = threading.Thread(target=ask)
+        asker.start()
+        asker.join(0.3)
+        assert answers == [], "answered before the server loaded"
+        release.touch()
+        asker.join(30)
+        assert answers == [401], answers  # no token: refused, by the real server
+        final = nvim.wait_running()
+        assert nvim.sandbox.log_file.exists()
+        assert final["port"] == port and final["env"] == state["env"]
+    finally:
+        release.touch()

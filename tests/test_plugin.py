@@ -155,6 +155,7 @@ def wait_running(nvim: pynvim.Nvim, timeout: float = 20) -> dict[str, Any]:
     return wait_for(
         lambda: (
             (s := nvim.exec_lua("return require('gemini_companion.state').current"))["running"]
+            and not s.get("loading")
             and s
         ),
         timeout,

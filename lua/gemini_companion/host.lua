@@ -45,22 +45,24 @@ local retired = {}
 --- the process at once: the interpreter's own teardown takes over a second with the
 --- server's packages loaded, and `:qa` waits for this process to exit.
 ---
---- Started to run the companion, it first listens and writes the discovery file
---- (early.py), before pynvim and the package's `__init__` load: the package's
---- module is made without running its `__init__`, `early` is imported from it,
---- then `__init__` runs, and pynvim's host finds the package already imported.
+--- Started to run the companion, it first listens, writes the discovery file and
+--- tells Neovim the port (early.py: the `state` message below, written on the pipe
+--- by hand before pynvim owns it), before pynvim and the package's `__init__` load:
+--- the package's module is made bare (no `importlib.util` yet), `early` is imported
+--- from it, then `__init__` runs into it, and pynvim's host finds the package
+--- already imported.
 local HOST_MAIN = table.concat({
   "import sys",
   "sys.path[:] = [p for p in sys.path if p]",
   "if len(sys.argv) > 2:",
-  "    import importlib.util as iu",
   "    d = sys.argv[1]",
-  "    spec = iu.spec_from_file_location('gemini_companion', d + '/__init__.py'," .. " submodule_search_locations=[d])",
-  "    pkg = sys.modules['gemini_companion'] = iu.module_from_spec(spec)",
+  "    pkg = sys.modules['gemini_companion'] = type(sys)('gemini_companion')",
+  "    pkg.__path__ = [d]",
   "    early = __import__('gemini_companion.early').early",
   "    early.listen(sys.argv[2])",
+  "    early.announce()",
   "    try:",
-  "        spec.loader.exec_module(pkg)",
+  "        early.load_package(pkg, d)",
   "    except BaseException:",
   "        early.discard()",
   "        raise",
@@ -281,7 +283,8 @@ end
 
 ---@type table<string, fun(...): any>
 local handlers = {
-  -- one-way: the companion's state changed
+  -- one-way: the companion's state changed (the first one written by early.py as
+  -- the host starts, before pynvim loads)
   state = function(state)
     require("gemini_companion.state")._update(state)
   end,

@@ -31,6 +31,7 @@
 
 ---@class gemini_companion.State
 ---@field running boolean
+---@field loading? boolean true in the state the host announces as it starts: the socket listens and the discovery file is written (a CLI connecting waits until the server accepts it), while pynvim and the server stack still load
 ---@field port? integer
 ---@field workspace_path? string
 ---@field discovery_file? string

@@ -30,7 +30,7 @@ from .discovery import (
     remove_stale_files,
     workspace_path_value,
 )
-from .early import new_token
+from .early import new_token, terminal_env
 from .early import take as take_early
 from .editor import ERROR, INFO, WARN, Editor
 from .server import CompanionServer, ServerOptions
@@ -44,21 +44,6 @@ if TYPE_CHECKING:
     from .sessions import SessionStream
 
 log = logging.getLogger(__name__)
-
-CONTAINER_MARKERS = ("/.dockerenv", "/run/.containerenv")
-REMOTE_MARKER_VARS = ("SSH_CONNECTION", "VSCODE_REMOTE_CONTAINERS_SESSION", "REMOTE_CONTAINERS")
-
-
-def in_container_without_remote_marker(env: Mapping[str, str]) -> bool:
-    """True where the CLI would look for the IDE at ``host.docker.internal``.
-
-    The CLI assumes that inside a container the editor runs on the host, unless one
-    of the remote markers is set (client-behaviour.md, "IDE mode: transport"). Here
-    Neovim and the CLI share the container, so terminals get ``REMOTE_CONTAINERS``.
-    """
-    return any(os.path.exists(p) for p in CONTAINER_MARKERS) and not any(
-        env.get(name) for name in REMOTE_MARKER_VARS
-    )
 
 
 @dataclass
@@ -284,15 +269,7 @@ class ServerRun:
 
     def terminal_env(self) -> dict[str, str]:
         """Variables every job Neovim starts should see while the server runs."""
-        env = {
-            "GEMINI_CLI_IDE_SERVER_PORT": str(self.server.port),
-            "GEMINI_CLI_IDE_WORKSPACE_PATH": self._workspace_path,
-            "GEMINI_CLI_IDE_AUTH_TOKEN": self._discovery.auth_token,
-            "GEMINI_CLI_IDE_PID": str(self._discovery.pid),
-        }
-        if in_container_without_remote_marker(self._env):
-            env["REMOTE_CONTAINERS"] = "true"
-        return env
+        return terminal_env(self._discovery, self._workspace_path, self._env)
 
     # -- the end -----------------------------------------------------------------------
 

@@ -9,16 +9,31 @@ and connections wait in its backlog until the server accepts them; the companion
 adopts both (:func:`take`) when Lua's ``start`` arrives. It imports only the few
 standard modules it needs and ``discovery.py`` (no logging, no dataclasses: each
 millisecond here delays the discovery file).
+
+Neovim learns the port from here too (:func:`announce`): the host is an RPC job
+whose stdout is Neovim's end of the channel, and before pynvim exists on it this
+module writes one msgpack-rpc notification there by hand, the same ``state``
+message the companion sends later (host.lua's ``_receive``), so the terminal
+variables are exported while pynvim and the server stack still load. The state
+says "running" because it is: the socket listens, and a CLI connecting now waits
+in its backlog until the server accepts it.
 """
 
 from __future__ import annotations
 
+import _struct  # the C module: ``struct`` costs an import more
 import binascii
 import json
 import os
 import socket
+import time
+from typing import TYPE_CHECKING
 
 from .discovery import DiscoveryError, DiscoveryFile, discovery_dir, workspace_path_value
+
+if TYPE_CHECKING:
+    import types
+    from collections.abc import Mapping
 
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
@@ -47,6 +62,37 @@ def listening_socket(host: str = "127.0.0.1") -> socket.socket:
     return sock
 
 
+CONTAINER_MARKERS = ("/.dockerenv", "/run/.containerenv")
+REMOTE_MARKER_VARS = ("SSH_CONNECTION", "VSCODE_REMOTE_CONTAINERS_SESSION", "REMOTE_CONTAINERS")
+
+
+def in_container_without_remote_marker(env: Mapping[str, str]) -> bool:
+    """True where the CLI would look for the IDE at ``host.docker.internal``.
+
+    The CLI assumes that inside a container the editor runs on the host, unless one
+    of the remote markers is set (client-behaviour.md, "IDE mode: transport"). Here
+    Neovim and the CLI share the container, so terminals get ``REMOTE_CONTAINERS``.
+    """
+    return any(os.path.exists(p) for p in CONTAINER_MARKERS) and not any(
+        env.get(name) for name in REMOTE_MARKER_VARS
+    )
+
+
+def terminal_env(
+    discovery: DiscoveryFile, workspace_path: str, env: Mapping[str, str]
+) -> dict[str, str]:
+    """Variables every job Neovim starts should see while the server runs."""
+    variables = {
+        "GEMINI_CLI_IDE_SERVER_PORT": str(discovery.port),
+        "GEMINI_CLI_IDE_WORKSPACE_PATH": workspace_path,
+        "GEMINI_CLI_IDE_AUTH_TOKEN": discovery.auth_token,
+        "GEMINI_CLI_IDE_PID": str(discovery.pid),
+    }
+    if in_container_without_remote_marker(env):
+        variables["REMOTE_CONTAINERS"] = "true"
+    return variables
+
+
 class EarlyListener:
     """A socket listening and the discovery file naming it, not yet served."""
 
@@ -57,6 +103,21 @@ class EarlyListener:
         self.token = token
         self.discovery = discovery
         self.workspace_path = workspace_path
+        self.started_at = time.time()
+
+    def state(self) -> dict[str, object]:
+        """The running state, as ``ServerRun.state()`` will publish it (no sessions
+        yet), marked ``loading`` until the companion publishes its own."""
+        return {
+            "running": True,
+            "loading": True,
+            "env": terminal_env(self.discovery, self.workspace_path, os.environ),
+            "sessions": [],
+            "workspace_path": self.workspace_path,
+            "port": self.discovery.port,
+            "discovery_file": str(self.discovery.path),
+            "started_at": self.started_at,
+        }
 
     def discard(self) -> None:
         self.discovery.remove()
@@ -89,6 +150,116 @@ def listen(raw: str) -> None:
         sock.close()
         return
     _waiting.append(EarlyListener(sock, token, discovery, workspace_path))
+
+
+# The one Lua function the Python side calls (as nvim_editor.py does).
+RECEIVE = "return require('gemini_companion.host')._receive(...)"
+
+
+def announce(fd: int = 1) -> None:
+    """Tell Neovim the waiting listener's state over ``fd``, the RPC channel's pipe,
+    before pynvim takes it over: one notification ``nvim_exec_lua(RECEIVE, ["state",
+    state])``. A notification carries no message id, so pynvim's own requests and
+    answers on the same pipe later are not confused by it. Never raises."""
+    if not _waiting:
+        return
+    data = pack([2, "nvim_exec_lua", [RECEIVE, ["state", _waiting[-1].state()]]])
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        return
+
+
+def pack(value: object) -> bytes:
+    """``value`` (None, bool, int, float, str, list, dict of those) in msgpack,
+    without importing the msgpack package (its import costs milliseconds here)."""
+    out = bytearray()
+    _pack(value, out)
+    return bytes(out)
+
+
+_DOUBLE = _struct.Struct(">d")
+
+
+def _pack(value: object, out: bytearray) -> None:
+    if value is None:
+        out.append(0xC0)
+    elif value is True or value is False:
+        out.append(0xC3 if value else 0xC2)
+    elif isinstance(value, int):
+        if 0 <= value < 0x80:
+            out.append(value)
+        elif -32 <= value < 0:
+            out.append(value & 0xFF)
+        elif 0 <= value < 1 << 64:
+            out.append(0xCF)
+            out += value.to_bytes(8, "big")
+        elif -(1 << 63) <= value < 0:
+            out.append(0xD3)
+            out += value.to_bytes(8, "big", signed=True)
+        else:
+            raise ValueError(f"integer out of msgpack's range: {value}")
+    elif isinstance(value, float):
+        out.append(0xCB)
+        out += _DOUBLE.pack(value)
+    elif isinstance(value, str):
+        raw = value.encode("utf-8")
+        _header(len(raw), out, _STR)
+        out += raw
+    elif isinstance(value, (list, tuple)):
+        _header(len(value), out, _ARRAY)
+        for item in value:
+            _pack(item, out)
+    elif isinstance(value, dict):
+        _header(len(value), out, _MAP)
+        for key, item in value.items():
+            _pack(key, out)
+            _pack(item, out)
+    else:
+        raise TypeError(f"cannot pack {type(value).__name__}")
+
+
+# The header bytes of a str, an array, a map: (fix form, its limit, 8-, 16-, 32-bit).
+_STR = (0xA0, 32, 0xD9, 0xDA, 0xDB)
+_ARRAY = (0x90, 16, None, 0xDC, 0xDD)
+_MAP = (0x80, 16, None, 0xDE, 0xDF)
+
+
+def _header(n: int, out: bytearray, kind: tuple[int, int, int | None, int, int]) -> None:
+    fix, fix_limit, b8, b16, b32 = kind
+    if n < fix_limit:
+        out.append(fix | n)
+    elif b8 is not None and n < 0x100:
+        out += bytes((b8, n))
+    elif n < 0x10000:
+        out.append(b16)
+        out += n.to_bytes(2, "big")
+    else:
+        out.append(b32)
+        out += n.to_bytes(4, "big")
+
+
+def load_package(package: types.ModuleType, directory: str) -> None:
+    """Run the package's ``__init__`` into ``package``, the bare module the host's
+    start command made so that this module could load first (without
+    ``importlib.util``, whose import costs milliseconds before the discovery file)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        package.__name__,
+        os.path.join(directory, "__init__.py"),
+        submodule_search_locations=[directory],
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no package in {directory}")
+    package.__spec__ = spec
+    package.__loader__ = spec.loader
+    package.__file__ = spec.origin
+    package.__cached__ = spec.cached  # type: ignore[attr-defined]
+    package.__package__ = package.__name__
+    package.__path__ = spec.submodule_search_locations  # type: ignore[assignment]
+    spec.loader.exec_module(package)
 
 
 def take(nvim_pid: int) -> EarlyListener | None:
