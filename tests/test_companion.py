@@ -110,7 +110,7 @@ def test_a_start_stop_storm_with_connected_clients_leaves_no_stale_state(
     assert state["running"] is True
     assert state["port"] == run.server.port
     assert [s["id"] for s in state["sessions"]] == [last.session_id]
-    files = sorted(discovery_dir({"TMPDIR": str(tmp_path)}).glob("*.json"))
+    files = sorted(Path(discovery_dir({"TMPDIR": str(tmp_path)})).glob("*.json"))
     assert files == [Path(state["discovery_file"])]
 
     companion.stop()
@@ -121,7 +121,7 @@ def test_a_start_stop_storm_with_connected_clients_leaves_no_stale_state(
     final = editor.states()[-1]
     assert final["running"] is False
     assert final["sessions"] == [] and final["env"] == {}
-    assert list(discovery_dir({"TMPDIR": str(tmp_path)}).glob("*.json")) == []
+    assert list(Path(discovery_dir({"TMPDIR": str(tmp_path)})).glob("*.json")) == []
     problems = [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
     assert problems == [], [r.getMessage() for r in problems]
 

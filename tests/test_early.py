@@ -7,6 +7,8 @@ import json
 import re
 import socket
 import stat
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,8 +25,8 @@ def tmpdir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     early.discard()
 
 
-def options(pid: int = 4242, dirs: list[str] | None = None) -> str:
-    return json.dumps({"nvim_pid": pid, "workspace_dirs": dirs or ["/"]})
+def options(pid: int = 4242, dirs: list[str] | None = None) -> list[str]:
+    return [str(pid), *(dirs or ["/"])]
 
 
 def test_listen_publishes_a_private_file_naming_a_listening_port(tmpdir_env: Path) -> None:
@@ -64,8 +66,8 @@ def test_discard_closes_the_socket_and_removes_the_file(tmpdir_env: Path) -> Non
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
 
-@pytest.mark.parametrize("raw", ["", "{", '{"nvim_pid": "x"}', '{"workspace_dirs": []}'])
-def test_bad_options_leave_nothing(tmpdir_env: Path, raw: str) -> None:
+@pytest.mark.parametrize("raw", [[], [""], ["x", "/"], ["4.5"]])
+def test_bad_options_leave_nothing(tmpdir_env: Path, raw: list[str]) -> None:
     early.listen(raw)
     assert early.take(4242) is None
     assert not tmpdir_env.exists() or list(tmpdir_env.iterdir()) == []
@@ -188,3 +190,39 @@ def test_neovim_knows_the_port_before_pynvim_loads_and_early_requests_wait(
         assert final["port"] == port and final["env"] == state["env"]
     finally:
         release.touch()
+
+
+@pytest.mark.parametrize("workspace", ["", "/a:/b", 'qu"ote\\back', "é/日本/\x7f", "\U0001f600"])
+def test_the_discovery_file_is_what_json_dumps_writes(workspace: str) -> None:
+    from gemini_companion.discovery import DiscoveryFile
+
+    discovery = DiscoveryFile("/x", 1, 65535, "tok-_en")
+    assert discovery.encoded(workspace) == json.dumps(discovery.content(workspace)).encode()
+
+
+# What the host's start command runs before it publishes (host.lua's HOST_MAIN).
+EARLY_IMPORTS = """
+import sys
+sys.path[:] = [p for p in sys.path if p]
+before = set(sys.modules)
+pkg = sys.modules['gemini_companion'] = type(sys)('gemini_companion')
+pkg.__path__ = [sys.argv[1]]
+__import__('gemini_companion.early')
+print(" ".join(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_the_early_step_imports_no_costly_module() -> None:
+    # Each of these took milliseconds before the discovery file and the port were
+    # published (`python -X importtime`).
+    package = Path(early.__file__).parent
+    out = subprocess.run(
+        [sys.executable, "-c", EARLY_IMPORTS, str(package)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = set(out.stdout.split())
+    costly = {"json", "socket", "pathlib", "typing", "re", "contextlib", "enum", "msgpack"}
+    assert "gemini_companion.early" in loaded, loaded
+    assert loaded & costly == set(), loaded & costly

@@ -212,8 +212,8 @@ def test_two_users_share_a_shared_tmpdir_each_with_a_private_file(tmp_path: Path
     shared = world / "shared-tmp"  # like /tmp: everyone may create, nobody may remove
     shared.mkdir()
     os.chmod(shared, 0o1777)
-    directory = discovery_dir({"TMPDIR": str(shared)})
-    mine = DiscoveryFile(directory, 1, 2, "my-token")
+    directory = Path(discovery_dir({"TMPDIR": str(shared)}))
+    mine = DiscoveryFile(str(directory), 1, 2, "my-token")
     mine.write("/work")
     # The shared part works for every user: a second user publishes in the same folder.
     nobody = 65534
@@ -228,7 +228,7 @@ def test_two_users_share_a_shared_tmpdir_each_with_a_private_file(tmp_path: Path
     )
     assert result.returncode == 0, result.stderr
     theirs = directory / "gemini-ide-server-4242-4343.json"
-    for path, uid in ((mine.path, os.getuid()), (theirs, nobody)):
+    for path, uid in ((Path(mine.path), os.getuid()), (theirs, nobody)):
         st = path.stat()
         assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (uid, 0o600)
     for folder in (directory, directory.parent):
@@ -249,7 +249,7 @@ def test_two_users_share_a_shared_tmpdir_each_with_a_private_file(tmp_path: Path
         timeout=30,
         check=False,
     )
-    assert remove.returncode != 0 and mine.path.exists()
+    assert remove.returncode != 0 and Path(mine.path).exists()
     shutil.rmtree(world)
 
 

@@ -59,8 +59,9 @@ local HOST_MAIN = table.concat({
   "    pkg = sys.modules['gemini_companion'] = type(sys)('gemini_companion')",
   "    pkg.__path__ = [d]",
   "    early = __import__('gemini_companion.early').early",
-  "    early.listen(sys.argv[2])",
+  "    early.listen(sys.argv[2:])",
   "    early.announce()",
+  "    del sys.argv[2:]",
   "    try:",
   "        early.load_package(pkg, d)",
   "    except BaseException:",
@@ -155,8 +156,10 @@ function M.ensure(early)
   })
   local cmd = { prog, "-c", HOST_MAIN, dir }
   if early then
-    -- Not a directory nor a .py file: pynvim's host does not take it for a plugin.
-    cmd[#cmd + 1] = vim.json.encode(early)
+    -- Neovim's PID, then the workspace folders; taken off the command line before
+    -- pynvim's host reads it for plugins.
+    cmd[#cmd + 1] = tostring(early.nvim_pid)
+    vim.list_extend(cmd, early.workspace_dirs)
   end
   local ok, channel = pcall(vim.fn.jobstart, cmd, {
     rpc = true,

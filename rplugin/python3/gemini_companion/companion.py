@@ -157,7 +157,7 @@ class ServerRun:
                 server_options,
                 endpoints,
                 listener=self,
-                sock=early.sock if early is not None else None,
+                sock=early.socket() if early is not None else None,
             )
         except OSError as exc:
             raise StartError(f"could not listen on 127.0.0.1: {exc}") from exc
@@ -263,7 +263,7 @@ class ServerRun:
             ],
             "workspace_path": self._workspace_path,
             "port": self.server.port,
-            "discovery_file": str(self._discovery.path),
+            "discovery_file": self._discovery.path,
             "started_at": self.started_at,
         }
 

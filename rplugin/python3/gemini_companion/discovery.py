@@ -6,24 +6,27 @@ files owned by its own uid, so this module follows Node's tmpdir rule rather tha
 Python's, writes atomically with mode 0600, and never writes through a symlink.
 The folder is shared by every user under a shared tmpdir (see
 :func:`ensure_discovery_dir`).
+
+Imported before the discovery file is written at start (early.py), so it imports
+only C modules and ``os`` at load time: ``pathlib``, ``json``, ``re``, ``typing``
+and ``contextlib`` cost 15-20 ms together there. Paths are strings.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import json
 import os
-import re
 import stat
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from typing import NamedTuple
+from _json import encode_basestring_ascii
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 IDE_NAME = "neovim"
 IDE_DISPLAY_NAME = "Neovim"
 
-_FILE_RE = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+_FILE_PREFIX, _FILE_SUFFIX = "gemini-ide-server-", ".json"
 
 
 class DiscoveryError(Exception):
@@ -43,8 +46,8 @@ def node_tmpdir(env: Mapping[str, str] | None = None) -> str:
     return path
 
 
-def discovery_dir(env: Mapping[str, str] | None = None) -> Path:
-    return Path(node_tmpdir(env)) / "gemini" / "ide"
+def discovery_dir(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(node_tmpdir(env), "gemini", "ide")
 
 
 def workspace_path_value(directories: Iterable[str]) -> str:
@@ -76,14 +79,14 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def tmpdir_is_shared(tmpdir: Path) -> bool:
+def tmpdir_is_shared(tmpdir: str) -> bool:
     """Whether other users may create entries in ``tmpdir`` (``/tmp``), as opposed to
     a per-user ``$TMPDIR`` that only its owner can write to."""
     st = os.stat(tmpdir)
     return st.st_uid != os.getuid() or bool(st.st_mode & 0o022)
 
 
-def _prepare_dir(directory: Path, mode: int) -> None:
+def _prepare_dir(directory: str, mode: int) -> None:
     """Create ``directory`` with ``mode``, or make an existing one safe to use.
 
     An own folder gets ``mode`` (an old or careless one at 0777 is fixed). Another
@@ -112,7 +115,7 @@ def _prepare_dir(directory: Path, mode: int) -> None:
         )
 
 
-def ensure_discovery_dir(directory: Path) -> None:
+def ensure_discovery_dir(directory: str) -> None:
     """Make ``<tmpdir>/gemini/ide`` ready for our discovery file.
 
     The CLI reads exactly this path, so under a shared tmpdir every user's Neovim
@@ -121,27 +124,44 @@ def ensure_discovery_dir(directory: Path) -> None:
     (0600, checked by the CLI to be its user's). Under a per-user tmpdir both
     folders are 0700.
     """
-    parent = directory.parent
-    tmpdir = parent.parent
+    parent = os.path.dirname(directory)
+    tmpdir = os.path.dirname(parent)
     mode = 0o1777 if tmpdir_is_shared(tmpdir) else 0o700
     _prepare_dir(parent, mode)
     _prepare_dir(directory, mode)
 
 
-class DiscoveryFile(NamedTuple):
+class DiscoveryFile:
     """One server's discovery file: ``gemini-ide-server-<pid>-<port>.json``.
 
-    (A NamedTuple, not a dataclass: this module is imported before the discovery
-    file is written at start (early.py), and ``dataclasses`` costs milliseconds.)"""
+    (A plain class, not a dataclass nor a NamedTuple: this module is imported before
+    the discovery file is written at start (early.py), and ``dataclasses`` or
+    ``typing`` cost milliseconds there.)"""
 
-    directory: Path
-    pid: int
-    port: int
-    auth_token: str
+    __slots__ = ("auth_token", "directory", "pid", "port")
+
+    def __init__(self, directory: str, pid: int, port: int, auth_token: str) -> None:
+        self.directory = directory
+        self.pid = pid
+        self.port = port
+        self.auth_token = auth_token
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DiscoveryFile) and (
+            self.directory,
+            self.pid,
+            self.port,
+            self.auth_token,
+        ) == (other.directory, other.pid, other.port, other.auth_token)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"DiscoveryFile({self.path!r})"
 
     @property
-    def path(self) -> Path:
-        return self.directory / f"gemini-ide-server-{self.pid}-{self.port}.json"
+    def path(self) -> str:
+        return os.path.join(self.directory, f"{_FILE_PREFIX}{self.pid}-{self.port}{_FILE_SUFFIX}")
 
     def content(self, workspace_path: str) -> dict[str, object]:
         return {
@@ -151,6 +171,16 @@ class DiscoveryFile(NamedTuple):
             "ideInfo": {"name": IDE_NAME, "displayName": IDE_DISPLAY_NAME},
         }
 
+    def encoded(self, workspace_path: str) -> bytes:
+        """:meth:`content` as ``json.dumps`` writes it, without importing ``json``."""
+        return (
+            f'{{"port": {int(self.port)}, "workspacePath": '
+            f"{encode_basestring_ascii(workspace_path)}, "
+            f'"authToken": {encode_basestring_ascii(self.auth_token)}, '
+            f'"ideInfo": {{"name": {encode_basestring_ascii(IDE_NAME)}, '
+            f'"displayName": {encode_basestring_ascii(IDE_DISPLAY_NAME)}}}}}'
+        ).encode("ascii")
+
     def write(self, workspace_path: str) -> None:
         """Write (or rewrite) the file atomically: a private temporary file, then rename.
 
@@ -158,7 +188,7 @@ class DiscoveryFile(NamedTuple):
         and the temporary file is created with ``O_EXCL`` and mode 0600.
         """
         ensure_discovery_dir(self.directory)
-        data = json.dumps(self.content(workspace_path)).encode()
+        data = self.encoded(workspace_path)
         fd, tmp = _private_temp_file(self.directory)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -166,16 +196,20 @@ class DiscoveryFile(NamedTuple):
             os.chmod(tmp, 0o600)
             os.replace(tmp, self.path)
         except BaseException:
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 (contextlib costs an import here; see the docstring)
                 os.unlink(tmp)
+            except OSError:
+                pass
             raise
 
     def remove(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
+        try:  # noqa: SIM105 (as above)
             os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
 
-def _private_temp_file(directory: Path) -> tuple[int, str]:
+def _private_temp_file(directory: str) -> tuple[int, str]:
     """A new file in ``directory`` with a random name, mode 0600, opened for writing
     (``tempfile.mkstemp``'s guarantees without importing ``tempfile``: see above)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -188,7 +222,7 @@ def _private_temp_file(directory: Path) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temporary file name", str(directory))
 
 
-def remove_stale_files(directory: Path, own_pid: int, keep: Path | None = None) -> list[Path]:
+def remove_stale_files(directory: str, own_pid: int, keep: str | None = None) -> list[str]:
     """Remove discovery files of Neovim processes that no longer run.
 
     Only files owned by this user, written by this plugin (``ideInfo.name`` is
@@ -196,14 +230,18 @@ def remove_stale_files(directory: Path, own_pid: int, keep: Path | None = None) 
     that did not stop cleanly) are removed: another IDE's file is never touched,
     nor ``keep`` (the current server's own, written before this runs).
     """
-    removed: list[Path] = []
+    import json
+    import re
+
+    file_re = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+    removed: list[str] = []
     try:
         entries = list(os.scandir(directory))
     except OSError:
         return removed
     uid = os.getuid()
     for entry in entries:
-        match = _FILE_RE.match(entry.name)
+        match = file_re.match(entry.name)
         if match is None or (keep is not None and entry.path == str(keep)):
             continue
         try:
@@ -218,7 +256,7 @@ def remove_stale_files(directory: Path, own_pid: int, keep: Path | None = None) 
             if not isinstance(info, dict) or info.get("ideInfo", {}).get("name") != IDE_NAME:
                 continue
             os.unlink(entry.path)
-            removed.append(Path(entry.path))
+            removed.append(entry.path)
         except (OSError, ValueError, AttributeError) as exc:
             if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, errno.EACCES):
                 raise

@@ -6,9 +6,9 @@ than an interpreter needs to bind a socket and write a file. So when the host is
 started to run the companion, its start command (lua/gemini_companion/host.lua)
 runs :func:`listen` first, before pynvim is imported: the socket listens at once
 and connections wait in its backlog until the server accepts them; the companion
-adopts both (:func:`take`) when Lua's ``start`` arrives. It imports only the few
-standard modules it needs and ``discovery.py`` (no logging, no dataclasses: each
-millisecond here delays the discovery file).
+adopts both (:func:`take`) when Lua's ``start`` arrives. It imports only C modules,
+``os`` and ``discovery.py`` (no ``socket``, ``json``, ``typing``, ``logging``: each
+millisecond here delays the discovery file; `python -X importtime` shows them).
 
 Neovim learns the port from here too (:func:`announce`): the host is an RPC job
 whose stdout is Neovim's end of the channel, and before pynvim exists on it this
@@ -21,19 +21,19 @@ in its backlog until the server accepts it.
 
 from __future__ import annotations
 
-import _struct  # the C module: ``struct`` costs an import more
+import _socket  # the C modules: ``socket`` and ``struct`` cost imports more
+import _struct
 import binascii
-import json
 import os
-import socket
 import time
-from typing import TYPE_CHECKING
 
 from .discovery import DiscoveryError, DiscoveryFile, discovery_dir, workspace_path_value
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import socket
     import types
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
 _URLSAFE = bytes.maketrans(b"+/", b"-_")
 
@@ -47,12 +47,18 @@ def new_token() -> str:
 
 def listening_socket(host: str = "127.0.0.1") -> socket.socket:
     """A non-blocking TCP socket listening on ``host`` at a port the system picks."""
+    import socket
+
+    return socket.socket(fileno=_listening(host).detach())
+
+
+def _listening(host: str) -> _socket.socket:
     # IPPROTO_TCP given explicitly: asyncio sets TCP_NODELAY on accepted sockets only
     # when their proto says TCP, and with proto 0 every response written in pieces
     # (an SSE stream) met Nagle and delayed ACKs: ~45 ms per request.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, _socket.IPPROTO_TCP)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
         sock.bind((host, 0))
         sock.listen(128)
         sock.setblocking(False)
@@ -97,9 +103,9 @@ class EarlyListener:
     """A socket listening and the discovery file naming it, not yet served."""
 
     def __init__(
-        self, sock: socket.socket, token: str, discovery: DiscoveryFile, workspace_path: str
+        self, sock: _socket.socket, token: str, discovery: DiscoveryFile, workspace_path: str
     ) -> None:
-        self.sock = sock
+        self._sock = sock
         self.token = token
         self.discovery = discovery
         self.workspace_path = workspace_path
@@ -115,31 +121,37 @@ class EarlyListener:
             "sessions": [],
             "workspace_path": self.workspace_path,
             "port": self.discovery.port,
-            "discovery_file": str(self.discovery.path),
+            "discovery_file": self.discovery.path,
             "started_at": self.started_at,
         }
 
+    def socket(self) -> socket.socket:
+        """The listening socket, as the ``socket`` module's object (for asyncio)."""
+        import socket
+
+        return socket.socket(fileno=self._sock.detach())
+
     def discard(self) -> None:
         self.discovery.remove()
-        self.sock.close()
+        self._sock.close()
 
 
 # The listener waiting for the companion (at most one).
 _waiting: list[EarlyListener] = []
 
 
-def listen(raw: str) -> None:
-    """Listen and write the discovery file for ``raw``, the JSON of
-    ``{nvim_pid, workspace_dirs}``. Never raises: on any failure nothing is left
-    behind, and the companion's own start does the work and reports the error."""
+def listen(args: Sequence[str]) -> None:
+    """Listen and write the discovery file for ``args``: Neovim's PID, then the
+    workspace folders (the host's command line). Never raises: on any failure
+    nothing is left behind, and the companion's own start does the work and reports
+    the error."""
     try:
-        options = json.loads(raw)
-        pid = int(options["nvim_pid"])
-        workspace_path = workspace_path_value([str(d) for d in options["workspace_dirs"]])
-    except (ValueError, KeyError, TypeError):
+        pid = int(args[0])
+        workspace_path = workspace_path_value(args[1:])
+    except (ValueError, IndexError, TypeError):
         return
     try:
-        sock = listening_socket()
+        sock = _listening("127.0.0.1")
     except OSError:
         return
     token = new_token()
