@@ -9,6 +9,9 @@ real server shapes this module:
 
 - one HTTP connection kept open for the task's life (the server aborts a task
   whose connection ends between turns), and no read timeout on streams;
+- a stream that breaks while its task lives is followed again
+  (``tasks/resubscribe``, then ``tasks/get``; :meth:`A2ATransport._resume`);
+  0.25.2 has cancelled that turn by then, which the reconnect shows;
 - a turn ends with ``input-required`` (0.25.2) or ``completed`` (the RFC) and the
   end of the stream (the SDK drops ``final``);
 - slash commands are REST on 0.25.2 (``GET /listCommands``, ``POST
