@@ -31,7 +31,7 @@ command("GeminiAccept", function(args)
 end, {
   nargs = "?",
   complete = function()
-    return require("gemini_companion.agent").answer_options()
+    return require("gemini_companion.agent").answer_options(true)
   end,
   desc = "Accept the proposed change (the diff in this tab), or the agent's oldest confirmation [option]",
 })
@@ -41,7 +41,7 @@ command("GeminiReject", function(args)
 end, {
   nargs = "?",
   complete = function()
-    return require("gemini_companion.agent").answer_options()
+    return require("gemini_companion.agent").answer_options(false)
   end,
   desc = "Reject the proposed change (the diff in this tab), or the agent's oldest confirmation",
 })

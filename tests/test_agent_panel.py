@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pynvim
 import pytest
 from harness import ROOT, Nvim, answers_within, wait_for
 
@@ -17,6 +18,9 @@ SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:Scripted
 
 RECORD = """
 _G.agent_events = {}
+_G.messages = {}
+local notify = vim.notify
+vim.notify = function(m, l, o) table.insert(_G.messages, {m, l}); return notify(m, l, o) end
 vim.api.nvim_create_autocmd('User', {
   pattern = 'GeminiAgentUpdate',
   callback = function(args) table.insert(_G.agent_events, args.data.state) end,
@@ -202,6 +206,77 @@ def test_an_edit_opens_the_diff_tab_and_the_users_version_goes_back(
         "call_id": "edit-1",
         "option": "proceed_once",
         "new_content": "proposed\nand the user's line\n",
+    }
+    wait_for(lambda: not nvim.lua("return require('gemini_companion.diff').views()"), 10, "closed")
+
+
+def test_an_option_in_the_edit_diff_tab_answers_with_it_and_the_users_version(
+    agent_nvim: Nvim, log_file: Path
+) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent edit")
+    [view] = wait_for(
+        lambda: nvim.lua("return require('gemini_companion.diff').views()"), 15, "the diff view"
+    )
+    nvim.api.buffers[view["proposal"]][:] = ["proposed", "and the user's line"]
+    # Completion offers the edit's own options: allowing ones to accept, rejecting
+    # ones to reject.
+    assert nvim.api.eval("getcompletion('GeminiAccept ', 'cmdline')") == [
+        "proceed_once",
+        "proceed_always",
+    ]
+    assert nvim.api.eval("getcompletion('GeminiReject ', 'cmdline')") == [
+        "cancel",
+        "reject_always",
+    ]
+    # An option the edit does not offer (or a rejecting one to accept): a clear
+    # error, and nothing changes: the tab and the user's edit stay, nothing is sent.
+    for bad in ("proceed_sometimes", "cancel"):
+        with pytest.raises(pynvim.NvimError, match=f'no option "{bad}" for this edit'):
+            nvim.api.command(f"GeminiAccept {bad}")
+        message, level = nvim.lua("return _G.messages[#_G.messages]")
+        assert f'no option "{bad}" for this edit' in message
+        assert "proceed_once, proceed_always" in message
+        assert level == 4  # vim.log.levels.ERROR
+    [still] = nvim.lua("return require('gemini_companion.diff').views()")
+    assert still["id"] == view["id"]
+    assert nvim.api.buffers[view["proposal"]][:] == ["proposed", "and the user's line"]
+    assert agent_state(nvim)["pending"][0]["id"] == "edit-1"
+    assert not [r for r in received(log_file) if r["call"] == "answer"]
+
+    nvim.api.command("GeminiAccept proceed_always")
+    wait_for(
+        lambda: [r for r in received(log_file) if r["call"] == "answer"], 15, "the edit's answer"
+    )
+    answer = next(r for r in received(log_file) if r["call"] == "answer")
+    assert answer == {
+        "call": "answer",
+        "call_id": "edit-1",
+        "option": "proceed_always",
+        "new_content": "proposed\nand the user's line\n",
+    }
+    wait_for(lambda: not nvim.lua("return require('gemini_companion.diff').views()"), 10, "closed")
+
+
+def test_a_reject_option_in_the_edit_diff_tab(agent_nvim: Nvim, log_file: Path) -> None:
+    nvim = agent_nvim
+    nvim.api.command("GeminiAgent edit")
+    wait_for(
+        lambda: nvim.lua("return require('gemini_companion.diff').views()"), 15, "the diff view"
+    )
+    with pytest.raises(pynvim.NvimError, match='no option "proceed_always"'):
+        nvim.api.command("GeminiReject proceed_always")
+    assert nvim.lua("return #require('gemini_companion.diff').views()") == 1
+    nvim.api.command("GeminiReject reject_always")
+    wait_for(
+        lambda: [r for r in received(log_file) if r["call"] == "answer"], 15, "the edit's answer"
+    )
+    answer = next(r for r in received(log_file) if r["call"] == "answer")
+    assert answer == {
+        "call": "answer",
+        "call_id": "edit-1",
+        "option": "reject_always",
+        "new_content": None,
     }
     wait_for(lambda: not nvim.lua("return require('gemini_companion.diff').views()"), 10, "closed")
 

@@ -177,6 +177,27 @@ def test_a_new_file_is_shown_against_an_empty_buffer(nvim: Nvim, conn: SyncMcpCo
     assert not path.exists(), "the plugin must not write the file: the CLI does"
 
 
+def test_an_option_to_a_clis_diff_is_an_error_and_changes_nothing(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    ok(open_diff(conn, target, "def hello():\n    return 2\n"))
+    [view] = views(nvim)
+    assert nvim.api.eval("getcompletion('GeminiAccept ', 'cmdline')") == []
+    for command in ("GeminiAccept proceed_always", "GeminiReject cancel"):
+        with pytest.raises(pynvim.NvimError, match="it takes no option"):
+            nvim.api.command(command)
+        message, level = nvim.lua("return _G.messages[#_G.messages]")
+        assert "This diff is the Gemini CLI's: it takes no option" in message
+        assert level == 4  # vim.log.levels.ERROR
+    assert [v["id"] for v in views(nvim)] == [view["id"]]
+    nothing_sent_since(nvim, conn, "an option must not answer a CLI's diff")
+    nvim.api.command("GeminiAccept")
+    assert conn.next_notification("ide/diffAccepted") == {
+        "filePath": str(target),
+        "content": "def hello():\n    return 2\n",
+    }
+
+
 def test_a_new_file_in_new_folders_is_reviewable_and_nothing_is_created(
     nvim: Nvim, conn: SyncMcpConnection
 ) -> None:

@@ -14,7 +14,8 @@ local api = vim.api
 ---@class gemini_companion.DiffView
 ---@field id integer
 ---@field file_path string
----@field session string MCP session of the CLI that asked
+---@field session string MCP session of the CLI that asked, or "agent" (the agent panel)
+---@field call_id? string the agent's tool call (an agent panel's edit)
 ---@field tab integer
 ---@field proposal integer proposal buffer
 ---@field proposal_win integer
@@ -333,6 +334,7 @@ end
 ---@field eol boolean
 ---@field fileformat string
 ---@field session string
+---@field call_id? string
 ---@field outside_workspace? boolean outside the workspace: shown only if loaded already
 
 ---@param spec gemini_companion.DiffSpec
@@ -400,6 +402,7 @@ local function open_view(spec, created)
     id = spec.id,
     file_path = path,
     session = spec.session,
+    call_id = spec.call_id,
     tab = tab,
     proposal = proposal,
     proposal_win = proposal_win,
@@ -542,11 +545,30 @@ local function resolve_view(id)
   return view
 end
 
+--- An option names one of the agent's answers: only an agent panel's edit has them
+--- (a CLI's `openDiff` takes none). Errors when `option` is given to a CLI's diff.
+---@param view gemini_companion.DiffView
+---@param option? string
+---@return boolean
+local function option_allowed(view, option)
+  if option and view.session ~= "agent" then
+    notify(
+      ("This diff is the Gemini CLI's: it takes no option (%s). :GeminiAccept accepts the"):format(option)
+        .. " proposal, with your edits; :GeminiReject rejects it.",
+      vim.log.levels.ERROR
+    )
+    return false
+  end
+  return true
+end
+
 --- Accept the proposal: send its text, user's edits included; the CLI writes the file.
 ---@param id? integer a view id; default: the view of the current tab
-function M.accept(id)
+---@param option? string an agent panel's edit: the option id to answer with (unchecked here:
+--- `require("gemini_companion.agent").answer_command` checks it against the agent's offer)
+function M.accept(id, option)
   local view = resolve_view(id)
-  if not view then
+  if not view or not option_allowed(view, option) then
     return
   end
   if view.state == "orphaned" then
@@ -563,22 +585,23 @@ function M.accept(id)
   view.state = "accepting"
   local content = proposal_content(view.proposal)
   local body = content.text_file and { file = content.text_file } or content.text
-  require("gemini_companion.host").diff_accept(view.id, body, content.eol, content.fileformat)
+  require("gemini_companion.host").diff_accept(view.id, body, content.eol, content.fileformat, option)
   vim.bo[view.proposal].modified = false
 end
 
 --- Reject the proposal and close its tab.
 ---@param id? integer a view id; default: the view of the current tab
-function M.reject(id)
+---@param option? string an agent panel's edit: the (reject) option id to answer with
+function M.reject(id, option)
   local view = resolve_view(id)
-  if not view then
+  if not view or not option_allowed(view, option) then
     return
   end
   if view.state == "accepting" or view.state == "closed" then
     return
   end
   if view.state == "open" then
-    require("gemini_companion.host").diff_reject(view.id)
+    require("gemini_companion.host").diff_reject(view.id, option)
   end
   teardown(view, "rejected")
 end

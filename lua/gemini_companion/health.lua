@@ -278,9 +278,13 @@ local function check_a2a(a2a)
   local state = package.loaded["gemini_companion.agent.state"]
   local current = state and state.current or { state = "stopped" }
   local problem = current.state == "stopped" and health.info or health.warn
+  local tools = require("gemini_companion.config").get().tools.enabled
   if a2a.url then
-    health.info("connects to the A2A agent at " .. a2a.url)
+    health.info("connects to the A2A agent at " .. a2a.url .. (tools and " (it does not get Neovim's tools)" or ""))
   else
+    if tools then
+      health.info("the A2A server started gets Neovim's tools (MCP server nvim) through a private Gemini home")
+    end
     local path = vim.fn.exepath(a2a.cmd[1])
     if path == "" then
       problem(
@@ -322,7 +326,13 @@ local function check_a2a(a2a)
       " at %s (%s dialect%s)",
       tostring(current.url or "?"),
       tostring(current.dialect or "?"),
-      current.extension and (", extension " .. current.extension) or ", no development-tool extension declared"
+      current.extension
+          and string.format(
+            ", development-tool extension version %s: %s",
+            tostring(current.extension_version or "?"),
+            current.extension
+          )
+        or ", no development-tool extension declared: the coderAgent dialect of gemini-cli-a2a-server"
     ),
   })
 end

@@ -6,8 +6,8 @@
 ---   stop()                               gemini_companion_stop
 ---   workspace(dirs)                      gemini_companion_workspace
 ---   context(kind, ...)                   gemini_companion_context
----   diff_accept(id, body, eol, ff)       gemini_companion_diff_accept
----   diff_reject(id)                      gemini_companion_diff_reject
+---   diff_accept(id, body, eol, ff, opt)  gemini_companion_diff_accept
+---   diff_reject(id, opt)                 gemini_companion_diff_reject
 ---   query_info(request) -> answer later  gemini_companion_host_info
 ---   tool_result(id, ok, value)           gemini_companion_tool_result
 --- Nothing waits for the Python side: it is a pynvim remote plugin run by pynvim's
@@ -231,14 +231,16 @@ end
 ---@param body string|{ file: string }
 ---@param eol boolean
 ---@param fileformat string
-function M.diff_accept(id, body, eol, fileformat)
-  notify("gemini_companion_diff_accept", id, body, eol, fileformat)
+---@param option? string the agent's option the user named (an agent panel's edit)
+function M.diff_accept(id, body, eol, fileformat, option)
+  notify("gemini_companion_diff_accept", id, body, eol, fileformat, option)
 end
 
 --- The user rejected diff `id` (or closed its view).
 ---@param id integer
-function M.diff_reject(id)
-  notify("gemini_companion_diff_reject", id)
+---@param option? string the agent's option the user named (an agent panel's edit)
+function M.diff_reject(id, option)
+  notify("gemini_companion_diff_reject", id, option)
 end
 
 --- The answer to the Python side's `tool_run` number `id` (tools.lua): `ok` with

@@ -33,6 +33,9 @@ OPTIONS = (
     Option("proceed_always", "Allow always", "allow_always"),
     Option("cancel", "Reject", "reject_once"),
 )
+# An edit also offers a second rejecting option (as ACP agents do), so that naming
+# one is told apart from the default.
+EDIT_OPTIONS = (*OPTIONS, Option("reject_always", "Reject always", "reject_always"))
 
 
 class ScriptedTransport(Transport):
@@ -105,7 +108,7 @@ class ScriptedTransport(Transport):
         elif text == "edit":
             path = os.path.join(self.context.workspace, "edited.txt")
             conf = Confirmation(
-                "edit", f"Write {path}", OPTIONS, file_path=path, new_content="proposed\n"
+                "edit", f"Write {path}", EDIT_OPTIONS, file_path=path, new_content="proposed\n"
             )
             self._update(ToolCall("edit-1", "write_file", "pending", confirmation=conf))
             return

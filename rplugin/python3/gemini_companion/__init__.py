@@ -144,14 +144,16 @@ class GeminiCompanionPlugin:
             companion.context_event(kind, args)
 
     @pynvim.rpc_export("gemini_companion_diff_accept")
-    def diff_accept(self, diff_id: int, body: Any, eol: bool, fileformat: str) -> None:
+    def diff_accept(
+        self, diff_id: int, body: Any, eol: bool, fileformat: str, option: str | None = None
+    ) -> None:
         if (companion := self._existing()) is not None:
-            companion.diff_accepted(diff_id, body, eol, fileformat)
+            companion.diff_accepted(diff_id, body, eol, fileformat, option)
 
     @pynvim.rpc_export("gemini_companion_diff_reject")
-    def diff_reject(self, diff_id: int) -> None:
+    def diff_reject(self, diff_id: int, option: str | None = None) -> None:
         if (companion := self._existing()) is not None:
-            companion.diff_rejected(diff_id)
+            companion.diff_rejected(diff_id, option)
 
     @pynvim.rpc_export("gemini_companion_tool_result")
     def tool_result(self, call_id: int, ok: bool, value: Any = None) -> None:

@@ -407,9 +407,12 @@ class Companion:
         if run is not None:
             run.server.call_soon(run.context.handle, kind, list(args))
 
-    def diff_accepted(self, diff_id: int, body: Any, eol: bool, fileformat: str) -> None:
+    def diff_accepted(
+        self, diff_id: int, body: Any, eol: bool, fileformat: str, option: str | None = None
+    ) -> None:
         """``body``: the proposal's lines joined by newlines, or ``{file = path}`` for a
-        big one (diff.lua's ``proposal_content``)."""
+        big one (diff.lua's ``proposal_content``); ``option``: the agent's option the
+        user named (an agent's edit only: diff.lua refuses one for a CLI's diff)."""
         try:
             body = received_body(body)
         except OSError as exc:
@@ -417,7 +420,7 @@ class Companion:
             self._editor.accept_failed(diff_id, f"The accepted text could not be read: {exc}")
             return
         if self._agent is not None and self._agent.owns_diff(diff_id):
-            self._agent.diff_accepted(diff_id, body, eol, fileformat)
+            self._agent.diff_accepted(diff_id, body, eol, fileformat, option)
             return
         run = self._run
         if run is None or not run.server.spawn(
@@ -426,9 +429,9 @@ class Companion:
             # No server to send it: the view must say so rather than wait for ever.
             self._editor.orphan_diff(diff_id)
 
-    def diff_rejected(self, diff_id: int) -> None:
+    def diff_rejected(self, diff_id: int, option: str | None = None) -> None:
         if self._agent is not None and self._agent.owns_diff(diff_id):
-            self._agent.diff_rejected(diff_id)
+            self._agent.diff_rejected(diff_id, option)
             return
         run = self._run
         if run is not None:

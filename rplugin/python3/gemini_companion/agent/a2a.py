@@ -224,6 +224,11 @@ class A2ATransport(Transport):
                     "agent_version": card.version,
                     "url": self._base_url,
                     "extension": self.extension_uri or None,
+                    "extension_version": (
+                        devtool.extension_version(self.extension_uri)
+                        if self.extension_uri
+                        else None
+                    ),
                     "pid": self._process.pid if self._process else None,
                 }
             )

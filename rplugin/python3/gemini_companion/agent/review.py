@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Answered = Callable[[str, bool, "str | None"], Awaitable[None]]
+Answered = Callable[[str, bool, "str | None", "str | None"], Awaitable[None]]
+"""(call id, accepted, the accepted text, the option the user named or None)."""
 
 
 class DiffReview:
@@ -48,6 +49,7 @@ class DiffReview:
             "eol": buffer.eol,
             "fileformat": buffer.fileformat,
             "session": "agent",
+            "call_id": call_id,
         }
         try:
             opened = await asyncio.wrap_future(self._editor.open_diff(spec))
@@ -75,17 +77,19 @@ class DiffReview:
                 )
             )
 
-    async def accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
+    async def accepted(
+        self, diff_id: int, body: str, eol: bool, fileformat: str, option: str | None = None
+    ) -> None:
         call_id = self._by_id.get(diff_id)
         if call_id is None:
             return
         self._forget(call_id)
-        await self._answered(call_id, True, from_body(body, eol, fileformat))
+        await self._answered(call_id, True, from_body(body, eol, fileformat), option)
         self._editor.finish_diff(diff_id, "accepted")
 
-    async def rejected(self, diff_id: int) -> None:
+    async def rejected(self, diff_id: int, option: str | None = None) -> None:
         call_id = self._by_id.get(diff_id)
         if call_id is None:
             return
         self._forget(call_id)
-        await self._answered(call_id, False, None)
+        await self._answered(call_id, False, None, option)

@@ -148,8 +148,10 @@ class AgentService:
         transport = cls(context)
         holder: list[AgentSession] = []
 
-        async def answered(call_id: str, accepted: bool, content: str | None) -> None:
-            await holder[0].edit_answered(call_id, accepted, content)
+        async def answered(
+            call_id: str, accepted: bool, content: str | None, option: str | None
+        ) -> None:
+            await holder[0].edit_answered(call_id, accepted, content, option)
 
         self._review = DiffReview(self._editor, answered)
         session = AgentSession(transport, PanelView(self._editor), self._review)
@@ -185,15 +187,17 @@ class AgentService:
     def owns_diff(self, diff_id: int) -> bool:
         return self._review is not None and self._review.owns(diff_id)
 
-    def diff_accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
+    def diff_accepted(
+        self, diff_id: int, body: str, eol: bool, fileformat: str, option: str | None = None
+    ) -> None:
         review = self._review
         if review is not None:
-            self._runner.spawn(lambda: review.accepted(diff_id, body, eol, fileformat))
+            self._runner.spawn(lambda: review.accepted(diff_id, body, eol, fileformat, option))
 
-    def diff_rejected(self, diff_id: int) -> None:
+    def diff_rejected(self, diff_id: int, option: str | None = None) -> None:
         review = self._review
         if review is not None:
-            self._runner.spawn(lambda: review.rejected(diff_id))
+            self._runner.spawn(lambda: review.rejected(diff_id, option))
 
     def stop(self, wait: float = 0.0) -> None:
         """Stop the session; with ``wait``, block up to that many seconds for it (the

@@ -457,8 +457,11 @@ class AgentSession:
         if self.status == "working":
             self._set_status("idle")
 
-    async def edit_answered(self, call_id: str, accepted: bool, content: str | None) -> None:
-        """The user answered an edit in the diff tab (content: their accepted text)."""
+    async def edit_answered(
+        self, call_id: str, accepted: bool, content: str | None, option: str | None = None
+    ) -> None:
+        """The user answered an edit in the diff tab (content: their accepted text;
+        option: the agent's option they named, e.g. ``:GeminiAccept proceed_always``)."""
         self._reviewing.discard(call_id)
         block = self.transcript.tool_blocks.get(call_id)
         call = block.call if block is not None else None
@@ -468,7 +471,7 @@ class AgentSession:
         proposal = call.confirmation.new_content
         modified = content if accepted and content is not None and content != proposal else None
         try:
-            await self.answer(call, None, reject=not accepted, new_content=modified)
+            await self.answer(call, option, reject=not accepted, new_content=modified)
         except (TransportError, BadRequestError) as exc:
             self._notice(str(exc), "error")
 
