@@ -174,6 +174,10 @@
 ---@field options gemini_companion.AgentOption[]
 ---@field file_path? string
 ---@field command? string
+---@field directory? string an exec confirmation: where the command runs
+---@field server? string an MCP confirmation: the server
+---@field tool? string an MCP confirmation: the tool
+---@field description? string
 
 --- The agent's state (`require("gemini_companion.agent").state()`, and the data of
 --- the `User GeminiAgentUpdate` event).
