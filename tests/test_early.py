@@ -217,12 +217,13 @@ def test_the_early_step_imports_no_costly_module() -> None:
     # published (`python -X importtime`).
     package = Path(early.__file__).parent
     out = subprocess.run(
-        [sys.executable, "-c", EARLY_IMPORTS, str(package)],
+        # -S as the host runs: site-packages are set up after the early step.
+        [sys.executable, "-S", "-c", EARLY_IMPORTS, str(package)],
         capture_output=True,
         text=True,
         check=True,
     )
     loaded = set(out.stdout.split())
-    costly = {"json", "socket", "pathlib", "typing", "re", "contextlib", "enum", "msgpack"}
+    costly = {"json", "socket", "pathlib", "typing", "re", "contextlib", "enum", "msgpack", "site"}
     assert "gemini_companion.early" in loaded, loaded
     assert loaded & costly == set(), loaded & costly
