@@ -346,3 +346,49 @@ def test_the_servers_stderr_lands_in_the_plugins_log(
 
     wait_for(logged, 30, "the server's stderr line in the plugin's log")
     assert "settings.json" in nvim.sandbox.log_file.read_text(errors="replace")
+
+
+def test_accept_proceed_always_in_the_diff_tab_reaches_the_real_server(
+    agent_nvim: Nvim, fake: FakeGemini, workspace: Path
+) -> None:
+    nvim = agent_nvim
+    first, second = workspace / "one.txt", workspace / "two.txt"
+    fake.add(
+        call_turn("write_file", {"file_path": str(first), "content": "one\n"}),
+        [
+            {"wait": "held"},  # the agent's turn goes on after the answer
+            [
+                {
+                    "functionCall": {
+                        "name": "write_file",
+                        "args": {"file_path": str(second), "content": "two\n"},
+                    }
+                }
+            ],
+        ],
+        text_turn("Both written."),
+    )
+    nvim.api.command("GeminiAgent write two files")
+    [view] = wait_for(
+        lambda: nvim.lua("return require('gemini_companion.diff').views()"), START, "the diff"
+    )
+    assert view["file_path"] == str(first)
+    nvim.api.buffers[view["proposal"]][:] = ["one, as the user wants it"]
+    nvim.api.command("GeminiAccept proceed_always")
+    # The tab closes with the answer, not at the end of the agent's turn.
+    wait_for(
+        lambda: not nvim.lua("return require('gemini_companion.diff').views()"),
+        30,
+        "the diff tab closed while the turn goes on",
+    )
+    assert agent_state(nvim)["state"] == "working"
+    fake.release("held")
+    # "Always" for edits: the second write needs no confirmation from the server.
+    wait_transcript(nvim, "Both written.")
+    wait_for(second.exists, 30, "the second file written without asking")
+    assert second.read_text() == "two\n"
+    wait_for(
+        lambda: first.read_text() == "one, as the user wants it\n",
+        30,
+        "the user's version of the first file",
+    )

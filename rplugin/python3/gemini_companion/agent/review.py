@@ -84,8 +84,10 @@ class DiffReview:
         if call_id is None:
             return
         self._forget(call_id)
-        await self._answered(call_id, True, from_body(body, eol, fileformat), option)
+        # The tab closes now: the answer runs the rest of the agent's turn, which
+        # may be long (the session records the answer before it is sent).
         self._editor.finish_diff(diff_id, "accepted")
+        await self._answered(call_id, True, from_body(body, eol, fileformat), option)
 
     async def rejected(self, diff_id: int, option: str | None = None) -> None:
         call_id = self._by_id.get(diff_id)
