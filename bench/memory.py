@@ -14,6 +14,7 @@ Run: .venv/bin/python bench/memory.py
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sys
@@ -97,64 +98,145 @@ def main() -> None:
 
 def run(nvim: Nvim) -> None:
     state = nvim.wait_running()
-    pid = int(nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)"))
-    url = f"http://127.0.0.1:{state['port']}/mcp"
-    token = nvim.token()
     with httpx2.Client(timeout=120) as http:
-        headers = open_raw_session(http, url, token)
-        baseline = status_kib(pid, "VmRSS")
-        print(f"host at rest: {baseline / 1024:.0f} MiB")
+        bench = Bench(nvim, http, int(state["port"]))
+        print(f"host at rest: {bench.baseline / 1024:.0f} MiB")
         print(
             f"target: peak above rest at most {PEAK_TARGET}x the body; after closeDiff,"
             f" back within {LEFT_TARGET_MIB} MiB of the host at rest"
         )
-        print("| Body | Peak above rest | Peak / body | After closeDiff, above rest |")
+        bench.open_and_close()
+        bench.eight_at_once()
+        bench.accepts()
+        bench.abandoned_sessions()
+
+
+class AcceptedStream:
+    """The session's event stream, read raw in a thread until an ``ide/diffAccepted``
+    event is whole (the SDK's client takes minutes over an event of a few MiB)."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self._url = url
+        self._headers = {**headers, "Accept": "text/event-stream"}
+        self._done = threading.Event()
+        self._event = b""
+        self._client = httpx2.Client(timeout=None)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+
+    def __enter__(self) -> AcceptedStream:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client.close()
+
+    def _read(self) -> None:
+        buffer = bytearray()
+        start = -1
+        with (
+            contextlib.suppress(Exception),
+            self._client.stream("GET", self._url, headers=self._headers) as response,
+        ):
+            for chunk in response.iter_raw():
+                buffer += chunk
+                if start < 0:
+                    start = buffer.find(b"ide/diffAccepted")
+                if start >= 0:
+                    end = buffer.find(b"\n\n", max(start, len(buffer) - len(chunk) - 2))
+                    if end >= 0:
+                        begin = buffer.rfind(b"\n\n", 0, start) + 2
+                        self._event = bytes(buffer[max(begin, 0) : end])
+                        self._done.set()
+                        return
+
+    def wait(self, seconds: float) -> bytes:
+        if not self._done.wait(seconds):
+            raise TimeoutError(f"no ide/diffAccepted within {seconds} s")
+        return self._event
+
+
+class Bench:
+    def __init__(self, nvim: Nvim, http: httpx2.Client, port: int) -> None:
+        self.nvim = nvim
+        self.http = http
+        self.port = port
+        self.pid = int(nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)"))
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.token = nvim.token()
+        self.headers = open_raw_session(http, self.url, self.token)
+        self.baseline = status_kib(self.pid, "VmRSS")
+
+    def row(self, what: str, peak: int, body_mib: int, note: str = "") -> None:
+        ratio = peak / 1024 / body_mib
+        verdict = "ok" if ratio <= PEAK_TARGET else "OVER"
+        left = settled_rss(self.pid, self.baseline) - self.baseline
+        print(
+            f"| {what} | {peak / 1024:.0f} MiB | {ratio:.1f}x {verdict}{note}"
+            f" | {left / 1024:+.0f} MiB |"
+        )
+
+    def open_and_close(self) -> None:
+        print("| openDiff body | Peak above rest | Peak / body | After closeDiff, above rest |")
         print("| --- | --- | --- | --- |")
         for size_mib in (1, 16, 63):
-            path = nvim.sandbox.root / f"f{size_mib}.txt"
+            path = self.nvim.sandbox.root / f"f{size_mib}.txt"
             body = tool_call(path, text(size_mib * MIB - 200))
-            rest = status_kib(pid, "VmRSS")
-            reset_peak(pid)
-            answer = http.post(url, content=body, headers=headers)
+            rest = status_kib(self.pid, "VmRSS")
+            reset_peak(self.pid)
+            answer = self.http.post(self.url, content=body, headers=self.headers)
             assert answer.status_code == 200, answer.text[:200]
-            peak = status_kib(pid, "VmHWM") - rest
-            http.post(url, content=tool_call(path, "", "closeDiff"), headers=headers)
-            left = settled_rss(pid, baseline) - baseline
-            ratio = peak / 1024 / size_mib
-            verdict = "ok" if ratio <= PEAK_TARGET else "OVER"
-            print(
-                f"| {size_mib} MiB | {peak / 1024:.0f} MiB | {ratio:.1f}x {verdict}"
-                f" | {left / 1024:+.0f} MiB |"
-            )
-        rest = status_kib(pid, "VmRSS")
-        reset_peak(pid)
-        bodies = [
-            tool_call(nvim.sandbox.root / f"c{i}.txt", text(63 * MIB - 200)) for i in range(8)
-        ]
+            peak = status_kib(self.pid, "VmHWM") - rest
+            del body
+            self.http.post(self.url, content=tool_call(path, "", "closeDiff"), headers=self.headers)
+            self.row(f"{size_mib} MiB", peak, size_mib)
+
+    def eight_at_once(self) -> None:
+        rest = status_kib(self.pid, "VmRSS")
+        reset_peak(self.pid)
+        paths = [self.nvim.sandbox.root / f"c{i}.txt" for i in range(8)]
+        bodies = [tool_call(path, text(63 * MIB - 200)) for path in paths]
 
         def send(body: str) -> None:
             with httpx2.Client(timeout=300) as own:
-                own.post(url, content=body, headers=headers)
+                own.post(self.url, content=body, headers=self.headers)
 
         threads = [threading.Thread(target=send, args=(b,)) for b in bodies]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        peak = status_kib(pid, "VmHWM") - rest
+        peak = status_kib(self.pid, "VmHWM") - rest
         del bodies
-        for i in range(8):
-            http.post(
-                url,
-                content=tool_call(nvim.sandbox.root / f"c{i}.txt", "", "closeDiff"),
-                headers=headers,
-            )
-        left = settled_rss(pid, baseline) - baseline
+        for path in paths:
+            self.http.post(self.url, content=tool_call(path, "", "closeDiff"), headers=self.headers)
+        self.row("8 x 63 MiB at once", peak, 63, " (of one body: they take turns)")
+
+    def accepts(self) -> None:
         print(
-            f"| 8 x 63 MiB at once | {peak / 1024:.0f} MiB | {peak / 1024 / 63:.1f}x one body"
-            f" (they take turns) | {left / 1024:+.0f} MiB |"
+            "| Accepted, sent back as `ide/diffAccepted` | Peak above rest | Peak / body"
+            " | After, above rest |"
         )
-        before = status_kib(pid, "VmRSS")
+        print("| --- | --- | --- | --- |")
+        for size_mib in (16, 63):
+            path = self.nvim.sandbox.root / f"a{size_mib}.txt"
+            content = text(size_mib * MIB - 200)
+            with AcceptedStream(self.url, self.headers) as stream:
+                answer = self.http.post(
+                    self.url, content=tool_call(path, content), headers=self.headers
+                )
+                assert answer.status_code == 200, answer.text[:200]
+                rest = status_kib(self.pid, "VmRSS")
+                reset_peak(self.pid)
+                self.nvim.lua("require('gemini_companion.diff').accept()")
+                event = stream.wait(120)
+                peak = status_kib(self.pid, "VmHWM") - rest
+            params = json.loads(event.split(b"data: ", 1)[1])["params"]
+            assert params["content"] == content
+            del event, params, content
+            self.row(f"{size_mib} MiB", peak, size_mib)
+
+    def abandoned_sessions(self) -> None:
+        before = status_kib(self.pid, "VmRSS")
         init = json.dumps(
             {
                 "jsonrpc": "2.0",
@@ -169,9 +251,10 @@ def run(nvim: Nvim) -> None:
         )
         refused = 0
         for _ in range(3000):
-            if http.post(url, content=init, headers=post_headers(token)).status_code != 200:
+            answer = self.http.post(self.url, content=init, headers=post_headers(self.token))
+            if answer.status_code != 200:
                 refused += 1
-        grown = status_kib(pid, "VmRSS") - before
+        grown = status_kib(self.pid, "VmRSS") - before
         print(
             f"3000 initialize never closed: host grew {grown / 1024:.0f} MiB"
             f" ({refused} refused at the session cap)"

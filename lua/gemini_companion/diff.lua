@@ -253,7 +253,12 @@ local function read_file(path)
   local fd = assert(vim.uv.fs_open(path, "r", 0))
   local ok, data = pcall(function()
     local size = assert(vim.uv.fs_fstat(fd)).size
-    local parts, read = {}, 0
+    local data = assert(vim.uv.fs_read(fd, size, 0))
+    if #data == size then
+      return data -- the usual case: one string, no copy
+    end
+    local parts = { data }
+    local read = #data
     while read < size do
       local part = assert(vim.uv.fs_read(fd, size - read, read))
       if part == "" then

@@ -348,6 +348,7 @@ class DiffController:
             self._editor.orphan_diff(diff_id)
             return
         text = from_body(body, eol, fileformat)
+        del body  # a big one is held once, not twice, while its event is made
         try:
             check_text(text)
         except InvalidTextError as exc:

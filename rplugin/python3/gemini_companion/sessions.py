@@ -40,6 +40,8 @@ SEND_TIMEOUT = 10.0
 ABORT_EXTENSION = "gemini_companion.abort"
 
 KEEP_ALIVE = b": keep-alive\r\n\r\n"
+# Events bigger than this are written in slices of this size.
+WRITE_SLICE = 1 << 20
 
 
 def sse_event(payload: Mapping[str, Any]) -> bytes:
@@ -127,7 +129,18 @@ class SessionStream:
 
     async def _send_body(self, chunk: bytes) -> None:
         async with self.lock:
-            await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if len(chunk) <= WRITE_SLICE:
+                await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+                return
+            # A big event (an accepted file) goes out a slice at a time: the HTTP layer
+            # copies what it is given, and the transport buffers what the client has
+            # not read yet; whole, that was three more copies of the file at once.
+            with memoryview(chunk) as view:
+                for start in range(0, len(chunk), WRITE_SLICE):
+                    piece = bytes(view[start : start + WRITE_SLICE])
+                    await self.send(
+                        {"type": "http.response.body", "body": piece, "more_body": True}
+                    )
 
     def _fail(self, reason: str) -> None:
         if self.closed:
