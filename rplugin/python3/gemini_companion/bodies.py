@@ -11,8 +11,9 @@ key in its place: a body of a few hundred bytes, checked as any other (session,
 headers, JSON-RPC), answered as any other. The diff controller takes the string back
 by its key (:func:`take_proposal`). Anything else is handed on as it came.
 
-A key is ``"\\0"`` and 32 random hex digits: a client cannot guess one, and a
-``newContent`` that looks like one is refused anyway (no NUL is ever shown).
+A key starts with a NUL and ends with 32 random hex digits: a client cannot guess
+one, and a ``newContent`` that looks like one is refused anyway (no NUL is ever
+shown).
 
 Big blocks are given back to the system as soon as they are freed, and what is left
 free after a big request is too (:class:`_Allocator`), so the host returns near its
@@ -191,8 +192,9 @@ async def _read_body(receive: Receive, length: int) -> bytearray | None:
 
 
 def _set_aside(body: bytearray) -> tuple[str, bytes | None]:
-    """``(key, small body)`` for an openDiff call, its proposal stashed under ``key``;
-    ``("", None)`` for anything else. Empties ``body``.
+    """``(key, small body)`` for an openDiff call, its proposal stashed under ``key``
+    and ``body`` emptied; ``("", None)`` for anything else, ``body`` holding the
+    bytes that came.
 
     Parsed with the standard library, which decodes the JSON string with no copy on
     the side (pydantic's parser held three times its size); where the two parsers
