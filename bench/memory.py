@@ -217,7 +217,9 @@ class Bench:
             " | After, above rest |"
         )
         print("| --- | --- | --- | --- |")
-        for size_mib in (16, 63):
+        # Unchanged, the kept bytes go as they came; a change (even undone) sends the
+        # buffer's text, which the host reads, checks and encodes.
+        for size_mib, edited in ((16, False), (63, False), (16, True), (63, True)):
             path = self.nvim.sandbox.root / f"a{size_mib}.txt"
             content = text(size_mib * MIB - 200)
             with AcceptedStream(self.url, self.headers) as stream:
@@ -226,6 +228,12 @@ class Bench:
                 )
                 assert answer.status_code == 200, answer.text[:200]
                 rest = status_kib(self.pid, "VmRSS")
+                if edited:
+                    self.nvim.lua(
+                        "local d = require('gemini_companion.diff').views()[1]"
+                        " vim.api.nvim_buf_call(d.proposal, function() vim.cmd('normal! x')"
+                        " vim.cmd('undo') end)"
+                    )
                 reset_peak(self.pid)
                 self.nvim.lua("require('gemini_companion.diff').accept()")
                 event = stream.wait(120)
@@ -233,7 +241,7 @@ class Bench:
             params = json.loads(event.split(b"data: ", 1)[1])["params"]
             assert params["content"] == content
             del event, params, content
-            self.row(f"{size_mib} MiB", peak, size_mib)
+            self.row(f"{size_mib} MiB{', edited' if edited else ''}", peak, size_mib)
 
     def abandoned_sessions(self) -> None:
         before = status_kib(self.pid, "VmRSS")

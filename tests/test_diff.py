@@ -7,6 +7,7 @@ and, at the end, the real ``gemini`` binary in a Neovim ``:terminal``.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -940,3 +941,138 @@ def test_real_gemini_cli_in_a_terminal_writes_what_was_accepted_in_neovim(
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n--- gemini terminal ---\n{screen()}") from None
     assert "Accepted" in screen()
+
+
+# -- accepted unchanged: the proposal goes back as the client sent it ------------------
+
+# The answers diff.lua sends to the Python side, kept for the tests below.
+RECORD_ACCEPTS = """
+_G.accept_bodies = {}
+local host = require('gemini_companion.host')
+local send = host.diff_accept
+host.diff_accept = function(id, body, ...)
+  table.insert(_G.accept_bodies, type(body) == 'table' and body or 'text')
+  return send(id, body, ...)
+end
+"""
+
+# Quotes, backslashes, the text of an escape, raw UTF-8 (and a line separator, which
+# JSON leaves raw), CRLF endings, a tab, no final newline; past the size set aside.
+TRICKY = (
+    'say "hi" \\ C:\\path\\n \\u00e9 é 漢字 😀 \u2028 \t tab\r\n' * (BIG // 40)
+) + "no final newline"
+
+
+def kept_folders(nvim: Nvim) -> list[Path]:
+    return list((nvim.sandbox.root / "tmp").glob("gemini-companion-accept-*"))
+
+
+@pytest.mark.usefixtures("interop")
+def test_an_unchanged_accept_sends_the_proposal_as_the_real_client_sent_it(
+    nvim: Nvim, target: Path
+) -> None:
+    nvim.lua(RECORD_ACCEPTS)
+    client = IdeClientProcess(nvim.job_env(), nvim.sandbox.root)
+    try:
+        assert client.connect()["status"] == "connected"
+        client.send(cmd="openDiff", filePath=str(target), newContent=TRICKY, id=1)
+        wait_views(nvim, 1)
+        [folder] = kept_folders(nvim)
+        assert [p.stat().st_mode & 0o777 for p in folder.iterdir()] == [0o600]
+        nvim.api.command("GeminiAccept")
+        result = client.expect("diff", lambda e: e["id"] == 1)["result"]
+        assert result == {"status": "accepted", "content": TRICKY}
+        assert nvim.lua("return _G.accept_bodies") == [{"unchanged": True}]
+        assert not kept_folders(nvim), "the kept proposal stays after an accept"
+
+        # Any change, even one undone, sends the buffer's text, which is then the same.
+        client.send(cmd="openDiff", filePath=str(target), newContent=TRICKY, id=2)
+        wait_views(nvim, 1)
+        nvim.api.command("normal! Gox")
+        nvim.api.command("undo")
+        nvim.api.command("GeminiAccept")
+        result = client.expect("diff", lambda e: e["id"] == 2)["result"]
+        assert result == {"status": "accepted", "content": TRICKY}
+        assert nvim.lua("return _G.accept_bodies")[1] != {"unchanged": True}
+        assert not kept_folders(nvim)
+
+        # Edited: the edit is sent.
+        client.send(cmd="openDiff", filePath=str(target), newContent=TRICKY, id=3)
+        wait_views(nvim, 1)
+        nvim.api.command("normal! ggiedited ")
+        nvim.api.command("GeminiAccept")
+        result = client.expect("diff", lambda e: e["id"] == 3)["result"]
+        assert result == {"status": "accepted", "content": "edited " + TRICKY}
+        assert not kept_folders(nvim)
+    finally:
+        client.close()
+    no_views(nvim, "the tab to close")
+
+
+def test_the_accepted_bytes_are_the_json_string_the_client_sent(nvim: Nvim, target: Path) -> None:
+    """Escapes (\\u00e9 for é, \\/ for /) come back as they were written."""
+    port, token = nvim.state()["port"], nvim.token()
+    url = f"http://127.0.0.1:{port}/mcp"
+    content = ('é/"\\' + "x" * 70 + "\r\n") * (BIG // 70) + "end"
+    token_sent = json.dumps(content).replace("/", "\\/")  # ASCII, é as \u00e9
+    events: list[bytes] = []
+    with httpx2.Client(timeout=30) as http:
+        headers = open_raw_session(http, url, token)
+
+        def listen() -> None:
+            get = {**headers, "Accept": "text/event-stream"}
+            with http.stream("GET", url, headers=get) as response:
+                for chunk in response.iter_bytes():
+                    events.append(chunk)
+                    seen = b"".join(events)
+                    if b"ide/diffAccepted" in seen and seen.endswith(b"\n\n"):
+                        return
+
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        wait_for(lambda: nvim.state()["sessions"] or None, 10, "the GET stream to open")
+        body = (
+            '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"openDiff",'
+            f'"arguments":{{"filePath":{json.dumps(str(target))},"newContent":{token_sent}}}}}}}'
+        )
+        answer = http.post(url, content=body.encode(), headers=headers)
+        assert answer.status_code == 200, answer.text
+        wait_views(nvim, 1)
+        nvim.api.command("GeminiAccept")
+        listener.join(10)
+        assert not listener.is_alive(), "no ide/diffAccepted on the stream"
+    stream = b"".join(events)
+    event = stream[stream.rindex(b"data: ") + len(b"data: ") :].rstrip(b"\n")
+    assert event.endswith(b',"content":' + token_sent.encode() + b"}}")
+    assert json.loads(event)["params"] == {"filePath": str(target), "content": content}
+    assert not kept_folders(nvim)
+
+
+def test_the_kept_proposal_is_removed_however_the_diff_ends(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    content = TRICKY
+    ok(open_diff(conn, target, content))
+    assert len(kept_folders(nvim)) == 1
+    nvim.api.command("GeminiReject")
+    conn.next_notification("ide/diffRejected")
+    assert not kept_folders(nvim), "kept after a reject"
+
+    ok(open_diff(conn, target, content))
+    result = ok(conn.call_tool("closeDiff", {"filePath": str(target)}))
+    assert json.loads(result["content"][0]["text"])["content"] == content
+    assert not kept_folders(nvim), "kept after closeDiff"
+
+    ok(open_diff(conn, target, content))
+    ok(open_diff(conn, target, content + "!"))  # replaces the first
+    assert len(kept_folders(nvim)) == 1, "the replaced diff's proposal stays"
+
+    outside = Path("/") / "gemini-companion-nowhere" / "x.txt"
+    assert open_diff(conn, outside, content)["isError"]
+    bad = conn.call_tool("openDiff", {"filePath": "relative.txt", "newContent": content})
+    assert bad["isError"]
+    assert len(kept_folders(nvim)) == 1, "a refused openDiff left its proposal"
+
+    nvim.api.command("GeminiCompanionStop")
+    wait_for(lambda: views(nvim)[0]["state"] == "orphaned", 10, "the diff to be orphaned")
+    assert not kept_folders(nvim), "kept after the server stopped"

@@ -25,6 +25,7 @@ local api = vim.api
 ---@field unsaved boolean the file's buffer had unsaved changes when the diff opened
 ---@field new_file boolean
 ---@field state "open"|"accepting"|"orphaned"|"closed"
+---@field kept? { tick: integer, eol: boolean, fileformat: string } the Python side keeps the proposal as the client sent it: the buffer as shown, for an unchanged accept
 
 ---@type table<integer, gemini_companion.DiffView>
 local views = {}
@@ -341,6 +342,7 @@ end
 ---@field session string
 ---@field call_id? string
 ---@field outside_workspace? boolean outside the workspace: shown only if loaded already
+---@field kept? boolean the Python side keeps the proposal as it came (an unchanged accept sends it)
 
 ---@param spec gemini_companion.DiffSpec
 ---@param created { bufs: integer[], tabs_before?: integer[], bufs_before?: integer[] } what to undo if opening fails
@@ -367,6 +369,11 @@ local function open_view(spec, created)
   bo.eol = spec.eol
   api.nvim_buf_set_lines(proposal, 0, -1, false, split_lines(spec.text_file and read_file(spec.text_file) or spec.text))
   bo.undolevels = -123456 -- back to the global value
+  -- The buffer as shown, before any filetype plugin runs: any change since, even one
+  -- undone, and the accept sends the buffer's text.
+  local kept = spec.kept
+      and { tick = api.nvim_buf_get_changedtick(proposal), eol = spec.eol, fileformat = spec.fileformat }
+    or nil
   local name = "gemini://diff" .. path
   local stale = vim.fn.bufnr("^" .. vim.fn.escape(name, "\\/.*$^~[]") .. "$")
   if stale > 0 and stale ~= proposal then
@@ -417,6 +424,7 @@ local function open_view(spec, created)
     unsaved = target ~= nil and vim.bo[target].modified,
     new_file = new_file,
     state = "open",
+    kept = kept,
   }
   views[spec.id] = view
   set_winbars(view)
@@ -588,9 +596,20 @@ function M.accept(id, option)
     return
   end
   view.state = "accepting"
-  local content = proposal_content(view.proposal)
-  local body = content.text_file and { file = content.text_file } or content.text
-  require("gemini_companion.host").diff_accept(view.id, body, content.eol, content.fileformat, option)
+  local kept, bo = view.kept, vim.bo[view.proposal]
+  if
+    kept
+    and api.nvim_buf_get_changedtick(view.proposal) == kept.tick
+    and bo.eol == kept.eol
+    and bo.fileformat == kept.fileformat
+  then
+    -- As shown: the Python side sends the proposal as the client sent it.
+    require("gemini_companion.host").diff_accept(view.id, { unchanged = true }, kept.eol, kept.fileformat, option)
+  else
+    local content = proposal_content(view.proposal)
+    local body = content.text_file and { file = content.text_file } or content.text
+    require("gemini_companion.host").diff_accept(view.id, body, content.eol, content.fileformat, option)
+  end
   vim.bo[view.proposal].modified = false
 end
 
@@ -696,6 +715,7 @@ function M._accept_failed(id, message)
     return false
   end
   view.state = "open"
+  view.kept = nil -- the next accept sends the buffer's text
   vim.bo[view.proposal].modified = true
   return true
 end

@@ -231,9 +231,10 @@ function M.context(kind, ...)
 end
 
 --- The user accepted diff `id`: its proposal's lines joined by "\n" (a big text: a
---- file holding them, which the Python side reads and removes), 'eol', 'fileformat'.
+--- file holding them, which the Python side reads and removes; `unchanged`: the
+--- proposal as it was shown, which the Python side keeps), 'eol', 'fileformat'.
 ---@param id integer
----@param body string|{ file: string }
+---@param body string|{ file: string }|{ unchanged: true }
 ---@param eol boolean
 ---@param fileformat string
 ---@param option? string the agent's option the user named (an agent panel's edit)

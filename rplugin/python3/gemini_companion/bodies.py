@@ -11,6 +11,11 @@ key in its place: a body of a few hundred bytes, checked as any other (session,
 headers, JSON-RPC), answered as any other. The diff controller takes the string back
 by its key (:func:`take_proposal`). Anything else is handed on as it came.
 
+The proposal's JSON string, escaped as the client sent it, is also kept, on disk
+(:class:`KeptProposal`: a private folder, a 0600 file): an accept of the proposal
+unchanged sends those very bytes back in ``ide/diffAccepted``, with nothing decoded
+or encoded again (diff.py).
+
 A key starts with a NUL and ends with 32 random hex digits: a client cannot guess
 one, and a ``newContent`` that looks like one is refused anyway (no NUL is ever
 shown).
@@ -26,7 +31,10 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Mapping
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .security import BIG_BODY_BYTES, ASGIApp, Message, Receive, Scope, Send
@@ -39,24 +47,75 @@ log = logging.getLogger(__name__)
 
 _KEY_PREFIX = "\0gemini-companion-proposal:"
 
+# The standard library's JSON string decoder (its C one), which typeshed does not name.
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+class KeptProposal:
+    """A proposal's JSON string token (quotes included), bytes as the client sent
+    them, in a file of its own (0600, in a 0700 folder) until :meth:`discard`."""
+
+    def __init__(self, folder: str, path: str) -> None:
+        self.folder = folder
+        self.path = path
+
+    @classmethod
+    def write(cls, text: str, start: int, end: int) -> KeptProposal:
+        """``text[start:end]`` written (UTF-8) to a new private file."""
+        folder = tempfile.mkdtemp(prefix="gemini-companion-accept-")
+        kept = cls(folder, os.path.join(folder, "newContent.json"))
+        try:
+            fd = os.open(kept.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with open(fd, "wb") as file:
+                step = 1 << 16  # a small slice at a time: the text is held twice already
+                for at in range(start, end, step):
+                    file.write(text[at : min(at + step, end)].encode("utf-8"))
+        except BaseException:
+            kept.discard()
+            raise
+        return kept
+
+    def read_between(self, prefix: bytes, suffix: bytes) -> bytearray:
+        """``prefix``, the kept bytes and ``suffix`` in one buffer, read in place."""
+        with open(self.path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            out = bytearray(len(prefix) + size + len(suffix))
+            out[: len(prefix)] = prefix
+            with memoryview(out) as view:
+                filled = len(prefix)
+                while filled < len(prefix) + size:
+                    count = file.readinto(view[filled : len(prefix) + size])
+                    if not count:
+                        raise OSError(f"{self.path} is shorter than it was")
+                    filled += count
+            out[len(prefix) + size :] = suffix
+        return out
+
+    def discard(self) -> None:
+        """Remove the file and its folder (again: nothing happens)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
 
 class ProposalStash:
-    """``newContent`` strings set aside for the request that carried them. Used on the
-    server loop only."""
+    """``newContent`` strings set aside for the request that carried them, each with
+    its escaped form kept on disk (or None). Used on the server loop only."""
 
     def __init__(self) -> None:
-        self._held: dict[str, str] = {}
+        self._held: dict[str, tuple[str, KeptProposal | None]] = {}
 
-    def put(self, content: str) -> str:
+    def put(self, content: str, kept: KeptProposal | None = None) -> str:
         key = _KEY_PREFIX + os.urandom(16).hex()
-        self._held[key] = content
+        self._held[key] = (content, kept)
         return key
 
-    def take(self, key: str) -> str | None:
+    def take(self, key: str) -> tuple[str, KeptProposal | None] | None:
+        """The content and its kept form, now the caller's (who discards the latter)."""
         return self._held.pop(key, None) if key.startswith(_KEY_PREFIX) else None
 
     def discard(self, key: str) -> None:
-        self._held.pop(key, None)
+        held = self._held.pop(key, None)
+        if held is not None and held[1] is not None:
+            held[1].discard()
 
     def __len__(self) -> int:
         return len(self._held)
@@ -66,16 +125,17 @@ class ProposalStash:
 stash = ProposalStash()
 
 
-def take_proposal(arguments: Any) -> Any:
+def take_proposal(arguments: Any) -> tuple[Any, KeptProposal | None]:
     """``arguments`` of an ``openDiff`` call with the proposal set aside by
-    :class:`BigProposals` put back (a new mapping), else ``arguments`` unchanged."""
+    :class:`BigProposals` put back (a new mapping), with its kept escaped form (the
+    caller's to discard, or None); else ``(arguments, None)``."""
     if isinstance(arguments, Mapping):
         key = arguments.get("newContent")
         if isinstance(key, str):
-            content = stash.take(key)
-            if content is not None:
-                return {**arguments, "newContent": content}
-    return arguments
+            held = stash.take(key)
+            if held is not None:
+                return {**arguments, "newContent": held[0]}, held[1]
+    return arguments, None
 
 
 class BigProposals:
@@ -204,21 +264,62 @@ def _set_aside(body: bytearray) -> tuple[str, bytes | None]:
     except UnicodeDecodeError:
         return "", None  # the SDK answers the parse error
     body.clear()
-    try:
-        message = json.loads(text)
-    except (ValueError, RecursionError):  # RecursionError: nested too deep
-        message = None
+    message, kept = _parse_keeping(text)
+    if message is None:
+        try:
+            message = json.loads(text)
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
+            message = None
     if not _is_open_diff(message) or not _surrogate_free(
         message["params"]["arguments"]["newContent"]
     ):
+        if kept is not None:
+            kept.discard()
         body[:] = text.encode("utf-8")  # the very bytes that came
         return "", None
     del text
     arguments = message["params"]["arguments"]
-    key = stash.put(arguments["newContent"])
+    key = stash.put(arguments["newContent"], kept)
     arguments["newContent"] = key
     # ASCII: any lone surrogate elsewhere stays escaped, for the SDK to refuse.
     return key, json.dumps(message).encode()
+
+
+# Where an object's "newContent" member begins its string value. Inside a JSON string
+# a quote is always escaped, so the closing quote of the name is a real one.
+_NEW_CONTENT = re.compile(r'"newContent"[ \t\r\n]*:[ \t\r\n]*"')
+
+
+def _parse_keeping(text: str) -> tuple[Any, KeptProposal | None]:
+    """``text`` parsed, with an openDiff's ``newContent`` string token kept on disk
+    as it came; ``(None, None)`` when it is not found so (the caller parses).
+
+    The token found is decoded once, and the rest parsed with a marker in its place:
+    only when the marker comes out as the call's ``newContent`` is the token known
+    to be that value (a duplicate name, or the name in another place, fails that)."""
+    for match in reversed(list(_NEW_CONTENT.finditer(text))):
+        start = match.end() - 1
+        try:
+            content, end = _scanstring(text, start + 1, True)
+        except ValueError:
+            continue
+        marker = _KEY_PREFIX + os.urandom(16).hex()
+        try:
+            message = json.loads(text[:start] + json.dumps(marker) + text[end:])
+        except (ValueError, RecursionError):
+            return None, None
+        if not _is_open_diff(message) or message["params"]["arguments"]["newContent"] != marker:
+            continue
+        if not _surrogate_free(content):
+            return None, None  # the SDK refuses it: no need to keep anything
+        try:
+            kept = KeptProposal.write(text, start, end)
+        except OSError as exc:
+            log.warning("the proposal's escaped form could not be kept: %s", exc)
+            kept = None
+        message["params"]["arguments"]["newContent"] = content
+        return message, kept
+    return None, None
 
 
 def _is_open_diff(message: Any) -> bool:

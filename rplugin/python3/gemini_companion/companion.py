@@ -146,7 +146,9 @@ class ServerRun:
         server_options = ServerOptions(token=token, keep_alive_seconds=options.keep_alive_seconds)
         if options.max_body_bytes:
             server_options.max_body_bytes = options.max_body_bytes
-        self.diffs = DiffController(editor, self._notify_session, self.path_policy)
+        self.diffs = DiffController(
+            editor, self._notify_session, self.path_policy, send_event=self._send_event
+        )
         endpoints = {IDE_PATH: ide_tools(self.diffs)}
         self.tools: NeovimTools | None = None
         if options.tools_enabled:
@@ -250,6 +252,11 @@ class ServerRun:
         if streams is None:
             return False
         return await streams.notify(session_id, method, params)
+
+    def _send_event(self, session_id: str, event: bytearray) -> bool:
+        streams = self.server.streams
+        stream = streams.streams.get(session_id) if streams is not None else None
+        return stream is not None and stream.post(event)
 
     def state(self) -> dict[str, Any]:
         if self.closed.is_set():
@@ -410,21 +417,27 @@ class Companion:
     def diff_accepted(
         self, diff_id: int, body: Any, eol: bool, fileformat: str, option: str | None = None
     ) -> None:
-        """``body``: the proposal's lines joined by newlines, or ``{file = path}`` for a
-        big one (diff.lua's ``proposal_content``); ``option``: the agent's option the
-        user named (an agent's edit only: diff.lua refuses one for a CLI's diff)."""
-        try:
-            body = received_body(body)
-        except OSError as exc:
-            log.error("reading the accepted text of diff %d failed: %s", diff_id, exc)
-            self._editor.accept_failed(diff_id, f"The accepted text could not be read: {exc}")
-            return
+        """``body``: the proposal's lines joined by newlines, ``{file = path}`` for a
+        big one (diff.lua's ``proposal_content``), or ``{unchanged = true}`` for a kept
+        proposal accepted as it was shown; ``option``: the agent's option the user
+        named (an agent's edit only: diff.lua refuses one for a CLI's diff)."""
+        text: str | None = None  # None: diff.py sends the proposal as the client sent it
+        if not (isinstance(body, Mapping) and body.get("unchanged") is True):
+            try:
+                text = received_body(body)
+            except OSError as exc:
+                log.error("reading the accepted text of diff %d failed: %s", diff_id, exc)
+                self._editor.accept_failed(diff_id, f"The accepted text could not be read: {exc}")
+                return
         if self._agent is not None and self._agent.owns_diff(diff_id):
-            self._agent.diff_accepted(diff_id, body, eol, fileformat, option)
+            if text is None:  # never kept for an agent's edit (diff.lua): send the text
+                self._editor.accept_failed(diff_id, "The proposal could not be sent: accept again.")
+            else:
+                self._agent.diff_accepted(diff_id, text, eol, fileformat, option)
             return
         run = self._run
         if run is None or not run.server.spawn(
-            lambda: run.diffs.accepted(diff_id, body, eol, fileformat)
+            lambda: run.diffs.accepted(diff_id, text, eol, fileformat)
         ):
             # No server to send it: the view must say so rather than wait for ever.
             self._editor.orphan_diff(diff_id)

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .bodies import take_proposal
+from .bodies import KeptProposal, take_proposal
 from .editor import Editor
 from .text import (
     InvalidTextError,
@@ -42,6 +42,8 @@ from .tools import ToolResult
 log = logging.getLogger(__name__)
 
 Notifier = Callable[[str, str, Mapping[str, Any]], Awaitable[bool]]
+# Queues one whole SSE event (bytes ready to write) for a session; False if it is gone.
+EventSender = Callable[[str, bytearray], bool]
 
 # Ids are unique for the life of the host, across server restarts: a view left
 # open (orphaned) by a stopped server must never share an id with a new diff.
@@ -67,11 +69,14 @@ FILE_HANDOFF_CHARS = 256 * 1024
 @dataclass
 class DiffSession:
     """One open diff: which CLI session asked, for which file. The proposal itself
-    lives in Neovim's buffer only: closeDiff and an accept read it from there."""
+    lives in Neovim's buffer only: closeDiff and an accept read it from there; for
+    a big one, its JSON string as the client sent it is ``kept`` on disk, for an
+    accept of the proposal unchanged."""
 
     id: int
     session_id: str
     file_path: str
+    kept: KeptProposal | None = None
 
 
 def _string_argument(tool: str, arguments: Mapping[str, Any], name: str) -> str:
@@ -207,10 +212,14 @@ class DiffController:
         editor: Editor,
         notify: Notifier,
         policy: Callable[[], PathPolicy | None] = lambda: None,
+        send_event: EventSender | None = None,
     ) -> None:
-        """``policy`` gives the folders diffs may show files from; None: anywhere."""
+        """``policy`` gives the folders diffs may show files from; None: anywhere.
+        ``send_event`` writes a ready event (an unchanged accept); None: proposals
+        are not kept."""
         self._editor = editor
         self._notify = notify
+        self._send_event = send_event
         self._policy = policy
         self._by_path: dict[str, DiffSession] = {}
         self._by_id: dict[int, DiffSession] = {}
@@ -227,17 +236,25 @@ class DiffController:
         if self._by_path.get(diff.file_path) is diff:
             del self._by_path[diff.file_path]
         self._by_id.pop(diff.id, None)
+        if diff.kept is not None:
+            diff.kept.discard()
+            diff.kept = None
 
     # -- tools -------------------------------------------------------------------------
 
     async def open_diff(self, session_id: str | None, arguments: Any) -> ToolResult:
-        arguments = take_proposal(arguments)  # a big one was set aside (bodies.py)
+        arguments, kept = take_proposal(arguments)  # a big one was set aside (bodies.py)
+        if kept is not None and self._send_event is None:
+            kept.discard()
+            kept = None
         try:
             path, content = validate_open(arguments)
+            if session_id is None:
+                raise BadRequestError("openDiff: the request has no MCP session to answer to")
         except BadRequestError as exc:
+            if kept is not None:
+                kept.discard()
             return ToolResult.error(str(exc))
-        if session_id is None:
-            return ToolResult.error("openDiff: the request has no MCP session to answer to")
         policy = self._policy()
         outside = policy is not None and not policy.allows(path)
         current = self._by_path.get(path)
@@ -251,7 +268,7 @@ class DiffController:
             # filePath would be taken as the answer to the new diff); diff.lua replaces
             # its view with the new one.
             self._drop(current)
-        diff = DiffSession(next_diff_id(), session_id, path)
+        diff = DiffSession(next_diff_id(), session_id, path, kept)
         del arguments
         self._add(diff)
         spec: dict[str, Any] = {
@@ -260,6 +277,8 @@ class DiffController:
             "session": session_id,
             # Outside the workspace: shown only if Neovim has the file loaded already.
             "outside_workspace": outside,
+            # Accepted unchanged, the proposal is sent as it came: diff.lua says so.
+            "kept": kept is not None,
         }
         try:
             if len(content) < FILE_HANDOFF_CHARS:
@@ -339,25 +358,24 @@ class DiffController:
 
     # -- the user's answers ------------------------------------------------------------
 
-    async def accepted(self, diff_id: int, body: str, eol: bool, fileformat: str) -> None:
-        """The user accepted: ``body`` is the proposal's lines joined by newlines."""
+    async def accepted(self, diff_id: int, body: str | None, eol: bool, fileformat: str) -> None:
+        """The user accepted: ``body`` is the proposal's lines joined by newlines, or
+        None for the proposal unchanged (diff.lua saw no change since it was shown)."""
         diff = self._by_id.get(diff_id)
         if diff is None:
             # Closed by closeDiff meanwhile (the view is gone: nothing happens), or its
             # CLI went away: keep the view, marked, with the text that was not sent.
             self._editor.orphan_diff(diff_id)
             return
+        if body is None:
+            await self._accepted_unchanged(diff)
+            return
         text = from_body(body, eol, fileformat)
         del body  # a big one is held once, not twice, while its event is made
         try:
             check_text(text)
         except InvalidTextError as exc:
-            message = f"The proposal cannot be accepted: {exc}"
-            if not await asyncio.wrap_future(self._editor.accept_failed(diff_id, message)):
-                self._drop(diff)  # the view is gone too: the CLI must not wait for ever
-                await self._notify(
-                    diff.session_id, "ide/diffRejected", {"filePath": diff.file_path}
-                )
+            await self._accept_failed(diff, f"The proposal cannot be accepted: {exc}")
             return
         self._drop(diff)
         params = {"filePath": diff.file_path, "content": text}
@@ -367,6 +385,46 @@ class DiffController:
         else:
             log.warning("diff %d accepted, but its CLI session is gone", diff_id)
             self._editor.orphan_diff(diff_id)
+
+    async def _accepted_unchanged(self, diff: DiffSession) -> None:
+        """Send the proposal back as the client sent it: its kept JSON string spliced
+        into the notification, nothing decoded or encoded. If that cannot be done,
+        the view stays open and says so; diff.lua sends the text at the next accept."""
+        kept, diff.kept = diff.kept, None
+        if kept is None or self._send_event is None:
+            await self._accept_failed(diff, "The proposal could not be sent: accept it again.")
+            return
+        prefix = (
+            b'event: message\ndata: {"jsonrpc":"2.0","method":"ide/diffAccepted",'
+            b'"params":{"filePath":' + json.dumps(diff.file_path).encode() + b',"content":'
+        )
+        try:
+            event = await asyncio.get_running_loop().run_in_executor(
+                None, kept.read_between, prefix, b"}}\n\n"
+            )
+        except OSError as exc:
+            log.error("reading the kept proposal of diff %d failed: %s", diff.id, exc)
+            await self._accept_failed(diff, f"The proposal could not be read: {exc}. Accept again.")
+            return
+        finally:
+            kept.discard()
+        if self._by_id.get(diff.id) is not diff:
+            return  # closed by closeDiff meanwhile, or its CLI went away: nothing is sent
+        self._drop(diff)
+        size = len(event)
+        if self._send_event(diff.session_id, event):
+            del event
+            log.info("diff %d accepted unchanged (%d bytes sent as received)", diff.id, size)
+            self._editor.finish_diff(diff.id, "accepted")
+        else:
+            log.warning("diff %d accepted, but its CLI session is gone", diff.id)
+            self._editor.orphan_diff(diff.id)
+
+    async def _accept_failed(self, diff: DiffSession, message: str) -> None:
+        """The view is told; if it is gone too, the CLI gets a rejection."""
+        if not await asyncio.wrap_future(self._editor.accept_failed(diff.id, message)):
+            self._drop(diff)  # the view is gone too: the CLI must not wait for ever
+            await self._notify(diff.session_id, "ide/diffRejected", {"filePath": diff.file_path})
 
     async def rejected(self, diff_id: int) -> None:
         diff = self._by_id.get(diff_id)

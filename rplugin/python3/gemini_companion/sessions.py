@@ -73,7 +73,7 @@ class SessionStream:
     on_failure: Callable[[SessionStream, str], None] | None = None
     max_queued: int = MAX_QUEUED
     send_timeout: float = SEND_TIMEOUT
-    _queue: asyncio.Queue[bytes] | None = None
+    _queue: asyncio.Queue[bytes | bytearray] | None = None
     _writer: asyncio.Task[None] | None = None
 
     async def notify(self, method: str, params: Mapping[str, Any]) -> bool:
@@ -84,7 +84,7 @@ class SessionStream:
         """Queue one SSE chunk; False once the stream is gone."""
         return self.post(chunk)
 
-    def post(self, chunk: bytes) -> bool:
+    def post(self, chunk: bytes | bytearray) -> bool:
         """Queue ``chunk`` for the writer without waiting; False once the stream is gone
         (or when the client has fallen too far behind, which drops it)."""
         if self.closed:
@@ -127,7 +127,7 @@ class SessionStream:
             queue.get_nowait()
             queue.task_done()
 
-    async def _send_body(self, chunk: bytes) -> None:
+    async def _send_body(self, chunk: bytes | bytearray) -> None:
         async with self.lock:
             if len(chunk) <= WRITE_SLICE:
                 await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
