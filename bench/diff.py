@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import threading
@@ -40,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from harness import Nvim, Sandbox, empty_manifest, wait_for
 from ide_client import IdeClientProcess, ensure_interop_packages
 from mcp_client import SyncMcpConnection, mcp_client
-from stats import percentile
+from stats import summary
 
 FUNCTION = '''def compute_{n}(alpha, beta, gamma):
     """Return a value derived from the three inputs ({n})."""
@@ -72,13 +71,6 @@ def propose(text: str) -> str:
     for index in (3, len(lines) // 2, len(lines) - 3):
         lines[index] = "    result = 42  # changed by the agent\n"
     return "".join(lines)
-
-
-def summary(values: list[float]) -> str:
-    return (
-        f"median {statistics.median(values):7.1f} ms  p90 {percentile(values, 0.9):7.1f} ms"
-        f"  min..max {min(values):.1f}..{max(values):.1f}  (n={len(values)})"
-    )
 
 
 @contextmanager
