@@ -71,14 +71,9 @@ def main() -> None:
         for _ in range(args.runs):
             client = IdeClientProcess(client_env, workspace)
             try:
-                event = client.connect()
-                assert event["status"] == "connected", event
-                first.append(float(event["connectMs"]))
-                for _ in range(3):
-                    client.send(cmd="reconnect")
-                    event = client.expect("status", lambda e: "connectMs" in e)
-                    assert event["status"] == "connected", event
-                    warm.append(float(event["connectMs"]))
+                fresh, reconnects = client.connect_times()
+                first.append(fresh)
+                warm.extend(reconnects)
                 for mib, times in transport.items():
                     text = "x" * (mib * MIB)
                     client.send(cmd="openDiff", filePath=str(workspace / "f.txt"), newContent=text)

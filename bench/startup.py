@@ -217,14 +217,9 @@ def connect_times(sandbox: Sandbox, runs: int) -> tuple[list[float], list[float]
         for _ in range(runs):
             client = IdeClientProcess(env, sandbox.root)
             try:
-                event = client.connect()
-                assert event["status"] == "connected", event
-                first.append(float(event["connectMs"]))
-                for _ in range(3):
-                    client.send(cmd="reconnect")
-                    event = client.expect("status", lambda e: "connectMs" in e)
-                    assert event["status"] == "connected", event
-                    warm.append(float(event["connectMs"]))
+                fresh, reconnects = client.connect_times()
+                first.append(fresh)
+                warm.extend(reconnects)
             finally:
                 client.close()
         return first, warm, node_first

@@ -107,6 +107,18 @@ class IdeClientProcess:
         self.send(cmd="connect")
         return self.expect("status", lambda e: "connectMs" in e, timeout)
 
+    def connect_times(self, reconnects: int = 3) -> tuple[float, list[float]]:
+        """``connect()``'s time in ms, then that of ``reconnects`` warm reconnects."""
+        event = self.connect()
+        assert event["status"] == "connected", event
+        warm = []
+        for _ in range(reconnects):
+            self.send(cmd="reconnect")
+            again = self.expect("status", lambda e: "connectMs" in e)
+            assert again["status"] == "connected", again
+            warm.append(float(again["connectMs"]))
+        return float(event["connectMs"]), warm
+
     def close(self) -> None:
         if self.proc.poll() is None:
             try:

@@ -882,28 +882,14 @@ def acp_mcp_server(server: Mapping[str, Any]) -> dict[str, Any] | None:
             ]
         return []
 
-    kind = server.get("type")
-    if kind in ("http", "sse") and isinstance(server.get("url"), str):
-        return {
-            "type": kind,
-            "name": name,
-            "url": server["url"],
-            "headers": pairs(server.get("headers")),
-        }
-    if isinstance(server.get("httpUrl"), str):
-        return {
-            "type": "http",
-            "name": name,
-            "url": server["httpUrl"],
-            "headers": pairs(server.get("headers")),
-        }
-    if isinstance(server.get("url"), str):
-        return {
-            "type": "sse",
-            "name": name,
-            "url": server["url"],
-            "headers": pairs(server.get("headers")),
-        }
+    kind, url = server.get("type"), server.get("url")
+    if kind not in ("http", "sse") or not isinstance(url, str):
+        # Gemini CLI's settings: httpUrl is Streamable HTTP, url is SSE.
+        kind, url = (
+            ("http", server["httpUrl"]) if isinstance(server.get("httpUrl"), str) else ("sse", url)
+        )
+    if isinstance(url, str):
+        return {"type": kind, "name": name, "url": url, "headers": pairs(server.get("headers"))}
     if isinstance(server.get("command"), str):
         return {
             "name": name,

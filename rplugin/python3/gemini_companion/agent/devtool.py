@@ -135,19 +135,48 @@ def _history(task: Mapping[str, Any]) -> list[Update]:
     for message in task.get("history") or []:
         if not isinstance(message, Mapping) or "USER" in str(message.get("role") or "").upper():
             continue
-        texts, data = _parts(message)
         out.append(
-            Update(
-                "message",
+            _message(
+                message,
                 str(message.get("taskId") or task.get("id") or ""),
                 str(message.get("contextId") or task.get("contextId") or ""),
-                texts=texts,
-                data=data,
-                metadata=dict(message.get("metadata") or {}),
-                message_id=_message_id(message),
             )
         )
     return out
+
+
+def _message(message: Mapping[str, Any], task_id: str, context_id: str) -> Update:
+    """An agent message as an update of kind ``message``."""
+    texts, data = _parts(message)
+    return Update(
+        "message",
+        task_id,
+        context_id,
+        texts=texts,
+        data=data,
+        metadata=dict(message.get("metadata") or {}),
+        message_id=_message_id(message),
+    )
+
+
+def _with_status(
+    kind: str, task_id: str, carrier: Mapping[str, Any], history: list[Update] | None = None
+) -> Update:
+    """A status update or a task (``carrier``): its state, its status message's parts
+    and id, and its metadata."""
+    status = carrier.get("status") or {}
+    texts, data = _parts(status.get("message"))
+    return Update(
+        kind,
+        task_id,
+        carrier.get("contextId", ""),
+        normalise_state(str(status.get("state") or "")),
+        texts,
+        data,
+        dict(carrier.get("metadata") or {}),
+        message_id=_message_id(status.get("message")),
+        history=history or [],
+    )
 
 
 def _parts(message: Mapping[str, Any] | None) -> tuple[list[str], list[Any]]:
@@ -167,18 +196,7 @@ def from_sdk(event: Mapping[str, Any]) -> Update:
     """An a2a-sdk ``StreamResponse`` (as ``MessageToDict`` makes it)."""
     if "statusUpdate" in event:
         u = event["statusUpdate"]
-        status = u.get("status") or {}
-        texts, data = _parts(status.get("message"))
-        return Update(
-            "status",
-            u.get("taskId", ""),
-            u.get("contextId", ""),
-            normalise_state(str(status.get("state") or "")),
-            texts,
-            data,
-            dict(u.get("metadata") or {}),
-            message_id=_message_id(status.get("message")),
-        )
+        return _with_status("status", u.get("taskId", ""), u)
     if "artifactUpdate" in event:
         u = event["artifactUpdate"]
         artifact = u.get("artifact") or {}
@@ -195,48 +213,16 @@ def from_sdk(event: Mapping[str, Any]) -> Update:
         )
     if "task" in event:
         t = event["task"]
-        status = t.get("status") or {}
-        texts, data = _parts(status.get("message"))
-        return Update(
-            "task",
-            t.get("id", ""),
-            t.get("contextId", ""),
-            normalise_state(str(status.get("state") or "")),
-            texts,
-            data,
-            dict(t.get("metadata") or {}),
-            message_id=_message_id(status.get("message")),
-            history=_history(t),
-        )
+        return _with_status("task", t.get("id", ""), t, history=_history(t))
     message = event.get("message") or {}
-    texts, data = _parts(message)
-    return Update(
-        "message",
-        message.get("taskId", ""),
-        message.get("contextId", ""),
-        texts=texts,
-        data=data,
-        metadata=dict(message.get("metadata") or {}),
-        message_id=_message_id(message),
-    )
+    return _message(message, message.get("taskId", ""), message.get("contextId", ""))
 
 
 def from_v03(event: Mapping[str, Any]) -> Update:
     """An A2A 0.3 JSON event, as the real server's ``/executeCommand`` streams it."""
     kind = event.get("kind")
     if kind == "status-update":
-        status = event.get("status") or {}
-        texts, data = _parts(status.get("message"))
-        return Update(
-            "status",
-            event.get("taskId", ""),
-            event.get("contextId", ""),
-            normalise_state(str(status.get("state") or "")),
-            texts,
-            data,
-            dict(event.get("metadata") or {}),
-            message_id=_message_id(status.get("message")),
-        )
+        return _with_status("status", event.get("taskId", ""), event)
     if kind == "artifact-update":
         artifact = event.get("artifact") or {}
         texts, data = _parts(artifact)
