@@ -575,8 +575,8 @@ def test_a_killed_host_is_noticed_cleaned_up_and_restarted_in_the_same_session(
 
 @pytest.fixture
 def expiring_server() -> Iterator[Any]:
-    """A server whose abandoned MCP sessions expire after 1 s, at most 20 at once."""
-    yield from _running_server(session_idle_seconds=1.0, max_sessions=20)
+    """A server whose abandoned MCP sessions expire after 1 s."""
+    yield from _running_server(session_idle_seconds=1.0)
 
 
 def test_abandoned_sessions_expire_and_a_connected_client_keeps_its_own(
@@ -586,24 +586,15 @@ def test_abandoned_sessions_expire_and_a_connected_client_keeps_its_own(
     url = f"http://127.0.0.1:{port}/mcp"
     ping = '{"jsonrpc": "2.0", "id": 9, "method": "ping"}'
     with mcp_client(port, token) as connected, httpx2.Client(timeout=10) as http:
-        # 20 sessions initialized and never closed: the cap is reached.
-        abandoned = [open_raw_session(http, url, token, f"a{i}") for i in range(19)]
+        abandoned = [open_raw_session(http, url, token, f"a{i}") for i in range(10)]
         assert http.post(url, content=ping, headers=abandoned[0]).status_code == 200
-        full = http.post(url, content=json.dumps(initialize_request()), headers=post_headers(token))
-        assert full.status_code == 503
 
-        # Idle for longer than the timeout they are gone, and room is free again
-        # (asking with their ids would keep them alive: only new sessions ask).
-        opened = []
+        # Idle for longer than the timeout they are gone. Asking with an id keeps
+        # that session alive, so the one asked is asked less often than it expires.
+        def expired() -> bool:
+            return http.post(url, content=ping, headers=abandoned[0]).status_code == 404
 
-        def room_for_all() -> bool:
-            body = json.dumps(initialize_request())
-            answer = http.post(url, content=body, headers=post_headers(token))
-            if answer.status_code == 200:
-                opened.append(answer)
-            return len(opened) == len(abandoned)
-
-        wait_for(room_for_all, 15, "the abandoned sessions to expire", interval=0.2)
+        wait_for(expired, 15, "the abandoned sessions to expire", interval=1.5)
         for headers in abandoned:
             assert http.post(url, content=ping, headers=headers).status_code == 404
         # The client that holds its event stream open was never idle.
@@ -611,6 +602,79 @@ def test_abandoned_sessions_expire_and_a_connected_client_keeps_its_own(
     # A client that reconnects initializes again and works.
     with mcp_client(port, token) as again:
         assert again.request("ping") == {}
+
+
+@pytest.fixture
+def capped_server() -> Iterator[Any]:
+    """A server with room for 5 MCP sessions that never idle out during a test."""
+    yield from _running_server(max_sessions=5)
+
+
+def test_at_the_session_cap_the_longest_idle_session_makes_room(capped_server: Any) -> None:
+    port, token = capped_server.port, "t" * 43
+    url = f"http://127.0.0.1:{port}/mcp"
+    ping = '{"jsonrpc": "2.0", "id": 9, "method": "ping"}'
+    with mcp_client(port, token) as connected, httpx2.Client(timeout=10) as http:
+        wait_for(lambda: len(capped_server.streams.streams) == 1, 10, "the client's stream")
+        abandoned = [open_raw_session(http, url, token, f"a{i}") for i in range(4)]
+        assert http.post(url, content=ping, headers=abandoned[0]).status_code == 200
+        # The cap is reached: a newcomer is served, and the session idle the
+        # longest (the second: the first was just used) is the one ended.
+        newcomer = open_raw_session(http, url, token, "newcomer")
+        assert http.post(url, content=ping, headers=newcomer).status_code == 200
+        assert http.post(url, content=ping, headers=abandoned[1]).status_code == 404
+        for headers in (abandoned[0], abandoned[2], abandoned[3]):
+            assert http.post(url, content=ping, headers=headers).status_code == 200
+        # Many more: the idle ones keep making room; the client with its stream
+        # open is never ended, and its stream keeps working.
+        for i in range(50):
+            headers = open_raw_session(http, url, token, f"b{i}")
+            assert http.post(url, content=ping, headers=headers).status_code == 200
+        assert connected.request("ping") == {}
+        assert len(capped_server.session_caps["/mcp"]) <= 5
+
+
+@pytest.fixture
+def two_session_server() -> Iterator[Any]:
+    yield from _running_server(max_sessions=2)
+
+
+def test_when_every_session_is_busy_a_new_one_is_refused_with_a_reason(
+    two_session_server: Any,
+) -> None:
+    port, token = two_session_server.port, "t" * 43
+    url = f"http://127.0.0.1:{port}/mcp"
+    with mcp_client(port, token) as first, mcp_client(port, token) as second:
+        wait_for(lambda: len(two_session_server.streams.streams) == 2, 10, "both streams")
+        body = json.dumps(initialize_request())
+        with httpx2.Client(timeout=10) as http:
+            full = http.post(url, content=body, headers=post_headers(token))
+        assert full.status_code == 503
+        assert "all 2 are in use" in full.json()["error"]["message"]
+        assert first.request("ping") == {} and second.request("ping") == {}
+
+
+@pytest.mark.usefixtures("interop")
+def test_a_real_ide_client_connects_right_after_3000_abandoned_sessions(nvim: Nvim) -> None:
+    port, token = nvim.state()["port"], nvim.token()
+    url = f"http://127.0.0.1:{port}/mcp"
+    body = json.dumps(initialize_request("abandoned"))
+    refused = 0
+    started = time.monotonic()
+    with httpx2.Client(timeout=10) as http:
+        for _ in range(3000):  # initialized, never closed
+            answer = http.post(url, content=body, headers=post_headers(token))
+            refused += answer.status_code != 200
+    flood = time.monotonic() - started
+    client = IdeClientProcess(nvim.job_env(), nvim.sandbox.root)
+    try:
+        status = client.connect()
+        assert status["status"] == "connected", status
+        nvim.wait_state(lambda s: len(s["sessions"]) == 1, 10, "the CLI session")
+    finally:
+        client.close()
+    assert refused == 0, f"{refused} of 3000 initialize calls were refused"
+    print(f"3000 abandoned sessions in {flood:.1f} s, none refused")
 
 
 def test_failed_diffs_leave_no_buffers_behind(nvim: Nvim, conn: SyncMcpConnection) -> None:

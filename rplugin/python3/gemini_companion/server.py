@@ -27,7 +27,6 @@ from .early import listening_socket
 from .security import (
     DEFAULT_MAX_BODY_BYTES,
     ASGIApp,
-    Message,
     Receive,
     RequestGuard,
     Scope,
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from .connections import ConnectionTable
+    from .session_cap import SessionCap
     from .sessions import SessionStream, SessionStreams
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,8 @@ class ServerOptions:
     # long is ended (its id then answers 404 and the client initializes again); a
     # connected CLI always holds its stream, so only abandoned sessions expire.
     session_idle_seconds: float = 600.0
-    # Sessions open at once, per endpoint; past it a new one gets 503 until some end.
+    # Sessions open at once, per endpoint; past it the one idle the longest (no
+    # request in flight, no open stream) is ended to make room (session_cap.py).
     max_sessions: int = 256
 
 
@@ -99,6 +100,8 @@ class CompanionServer:
         self.port: int = self._sock.getsockname()[1]
         self.streams: SessionStreams | None = None
         self.connections: ConnectionTable | None = None
+        # Each endpoint's session table (session_cap.py), once the app is built.
+        self.session_caps: dict[str, SessionCap] = {}
         self._uvicorn: uvicorn.Server | None = None
         self._thread = threading.Thread(
             target=self._run, name="gemini-companion-server", daemon=True
@@ -297,6 +300,7 @@ class CompanionServer:
 
     def _build_app(self) -> tuple[ASGIApp, list[contextlib.AbstractAsyncContextManager[Any]]]:
         from .bodies import BigProposals
+        from .session_cap import SessionCap
         from .sessions import SessionStreams
 
         listener = self._listener
@@ -304,14 +308,16 @@ class CompanionServer:
         lifespans: list[contextlib.AbstractAsyncContextManager[Any]] = []
         for path, registry in self._endpoints.items():
             app = self._sdk_app(path, registry)
+            capped = SessionCap(app, max_sessions=self.options.max_sessions)
+            self.session_caps[path] = capped
             if path == IDE_PATH:
                 self.streams = SessionStreams(
-                    app, on_open=listener.session_opened, on_close=listener.session_closed
+                    capped, on_open=listener.session_opened, on_close=listener.session_closed
                 )
                 # A big openDiff's proposal is set aside before the SDK sees the body.
                 routes[path] = BigProposals(self.streams)
             else:
-                routes[path] = app
+                routes[path] = capped
                 lifespans.append(app.router.lifespan_context(app))
         guard = RequestGuard(
             _PathRouter(routes, lifespan=routes[IDE_PATH]),
@@ -341,25 +347,8 @@ class _PathRouter:
 async def _asgi_post(
     app: ASGIApp, headers: list[tuple[bytes, bytes]], body: bytes | None, method: str = "POST"
 ) -> tuple[int, dict[bytes, bytes]]:
-    """One request straight into the ASGI app: its status and response headers."""
-    done = asyncio.Event()
-    sent = False
-    status = 0
-    response_headers: dict[bytes, bytes] = {}
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body or b"", "more_body": False}
-        await done.wait()
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = int(message["status"])
-            response_headers.update((k.lower(), v) for k, v in message.get("headers", []))
+    """One request to the IDE endpoint straight into the ASGI app."""
+    from .session_cap import asgi_request
 
     scope: Scope = {
         "type": "http",
@@ -375,11 +364,7 @@ async def _asgi_post(
         "client": ("127.0.0.1", 0),
         "server": ("127.0.0.1", 0),
     }
-    try:
-        await app(scope, receive, send)
-    finally:
-        done.set()
-    return status, response_headers
+    return await asgi_request(app, scope, body or b"")
 
 
 async def warm_up(app: ASGIApp, token: str, port: int) -> None:
