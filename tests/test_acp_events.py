@@ -1,4 +1,4 @@
-"""ACP session updates as the panel's events (agent/acp_events.py), without a process:
+"""ACP session updates as the panel's events (agent/acp/events.py), without a process:
 the shapes Gemini CLI 0.61.0 sends (client-behaviour.md, "ACP") and the other kinds
 of the schema, validated by the official package's models as the transport does."""
 
@@ -7,13 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from acp import schema
-from gemini_companion.agent.acp import acp_mcp_server
-from gemini_companion.agent.acp_events import (
+from gemini_companion.agent.acp.events import (
     PLAN_CALL_ID,
     UpdateTranslator,
     commands_of,
     prompt_blocks,
 )
+from gemini_companion.agent.acp.transport import acp_mcp_server
 from gemini_companion.agent.model import (
     CommandsUpdate,
     MessageChunk,

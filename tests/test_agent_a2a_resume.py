@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from fake_gemini import fake_gemini, text_turn
-from gemini_companion.agent.a2a import A2ATransport
+from gemini_companion.agent.a2a.transport import A2ATransport
 from gemini_companion.agent.model import Notice, Prompt
 from gemini_companion.agent.transport import TransportContext
 from harness import ROOT

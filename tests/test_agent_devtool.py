@@ -1,4 +1,4 @@
-"""The development-tool extension's two encodings (agent/devtool.py): RFC-encoded
+"""The development-tool extension's two encodings (agent/a2a/devtool.py): RFC-encoded
 events in both proto3 JSON spellings, the real server's coderAgent dialect, the
 agent card's extension version, and the answers that go back."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gemini_companion.agent import devtool
+from gemini_companion.agent.a2a import devtool
 
 URI_V0 = devtool.EXTENSION_URI
 URI_V1 = URI_V0.replace("/v0/", "/v1/")

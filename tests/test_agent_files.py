@@ -23,7 +23,7 @@ from gemini_companion.agent.files import (
     select_lines,
 )
 from gemini_companion.agent.merge import MergeConflictError, merge
-from gemini_companion.diff import PathPolicy
+from gemini_companion.paths import PathPolicy
 from harness import Nvim
 
 # -- merge.py ---------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def editor_nvim(nvim_factory: Any, tmp_path: Path) -> Nvim:
 
 def files_for(nvim: Nvim, *roots: Path) -> tuple[EditorFiles, LuaEditor]:
     """files.py on ``nvim``; with ``roots``, files not loaded in Neovim are reached
-    only under them (the workspace policy, diff.PathPolicy)."""
+    only under them (the workspace policy, paths.PathPolicy)."""
     editor = LuaEditor(nvim)
     policy = PathPolicy.of([str(r) for r in roots]) if roots else None
     return EditorFiles(editor, lambda: policy), editor  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""The A2A server's private Gemini home (agent/gemini_home.py): the user's
+"""The A2A server's private Gemini home (agent/a2a/gemini_home.py): the user's
 ``.gemini`` seen through links, Neovim's tools added as an extension, nothing
 written into the user's home, everything gone on removal. The end-to-end proof
 (the real server calling Neovim's tools) is in test_agent_a2a.py."""
@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from gemini_companion.agent.gemini_home import (
+from gemini_companion.agent.a2a.gemini_home import (
     EXTENSION_NAME,
     PrivateHome,
     settings_mcp_server,

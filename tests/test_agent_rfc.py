@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from agent_fakes.rfc_agent import rfc_agent
-from gemini_companion.agent import devtool
-from gemini_companion.agent.a2a import A2ATransport
+from gemini_companion.agent.a2a import devtool
+from gemini_companion.agent.a2a.transport import A2ATransport
 from gemini_companion.agent.model import (
     AgentEvent,
     CommandsUpdate,

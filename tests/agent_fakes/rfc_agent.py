@@ -36,7 +36,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2 as pb
-from gemini_companion.agent.devtool import EXTENSION_URI
+from gemini_companion.agent.a2a.devtool import EXTENSION_URI
 from google.protobuf import json_format
 
 OPTIONS = [

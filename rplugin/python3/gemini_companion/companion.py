@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .context import ContextTracker
-from .diff import DiffController, PathPolicy
+from .diff import DiffController
 from .discovery import (
     DiscoveryError,
     DiscoveryFile,
@@ -33,6 +33,7 @@ from .discovery import (
 from .early import new_token, terminal_env
 from .early import take as take_early
 from .editor import ERROR, INFO, WARN, Editor
+from .paths import PathPolicy
 from .server import CompanionServer, ServerOptions
 from .text import received_body
 from .tools import IDE_PATH, TOOLS_PATH

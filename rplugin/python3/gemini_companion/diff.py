@@ -20,14 +20,13 @@ import itertools
 import json
 import logging
 import os
-import re
-import stat
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .bodies import KeptProposal, take_proposal
 from .editor import Editor
+from .paths import NotRegularFileError, PathPolicy, check_regular_or_absent, has_control, shown
 from .text import (
     InvalidTextError,
     buffer_options,
@@ -90,32 +89,11 @@ def _string_argument(tool: str, arguments: Mapping[str, Any], name: str) -> str:
     return value
 
 
-# C0 controls, DEL and C1 controls: a newline or carriage return would split a
-# message or a log line, an escape would reach the terminal.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def has_control(text: str) -> bool:
-    """``text`` holds a control character (C0, DEL or C1)."""
-    return _CONTROL.search(text) is not None
-
-
-# Paths in error messages are cut to this many characters (a path can be any length).
-MAX_PATH_SHOWN = 200
-
-
-def shown(path: str) -> str:
-    """``path`` for a message: quoted, control characters escaped, long ones cut."""
-    if len(path) > MAX_PATH_SHOWN:
-        path = path[:MAX_PATH_SHOWN] + "..."
-    return repr(path)
-
-
 def _file_path_argument(tool: str, arguments: Mapping[str, Any]) -> str:
     path = _string_argument(tool, arguments, "filePath")
     if "\0" in path:
         raise BadRequestError(f"{tool}: filePath contains a NUL character")
-    if _CONTROL.search(path):
+    if has_control(path):
         raise BadRequestError(
             f"{tool}: filePath contains a control character (newline, escape, ...): {shown(path)}"
         )
@@ -124,60 +102,19 @@ def _file_path_argument(tool: str, arguments: Mapping[str, Any]) -> str:
     return path
 
 
-@dataclass(frozen=True)
-class PathPolicy:
-    """Where ``openDiff`` may show files: under one of ``roots`` (real paths: the
-    workspace folders and the ``diff.allowed_dirs`` option). Elsewhere only a file
-    already loaded in a Neovim buffer is shown (diff.lua checks that)."""
-
-    roots: tuple[str, ...]
-
-    @classmethod
-    def of(cls, directories: Iterable[str]) -> PathPolicy:
-        roots: dict[str, None] = {}
-        for directory in directories:
-            if directory and os.path.isabs(os.path.expanduser(directory)):
-                roots.setdefault(os.path.realpath(os.path.expanduser(directory)), None)
-        return cls(tuple(roots))
-
-    def allows(self, path: str) -> bool:
-        """``path``, links resolved, is under one of the roots."""
-        real_path = os.path.realpath(path)
-        return any(
-            real_path == root or real_path.startswith(root.rstrip("/") + "/") for root in self.roots
-        )
-
-
 def check_target(path: str) -> str:
     """The real path of ``path`` if a diff may read it: an existing regular file, or a
     file that does not exist yet, in folders that may not exist yet either (the
     agent creating ``new_pkg/mod.py``: nothing is created here, the CLI does that
     after an accept). Anything else (a FIFO, a device, ``/dev/stdin``, a socket, a
     directory, a file where a folder must be) is refused before Neovim touches it:
-    reading a FIFO or a pipe would block Neovim's main loop for ever."""
+    reading a FIFO or a pipe would block Neovim's main loop for ever (paths.py)."""
     try:
-        st = os.stat(path)  # follows links: what a read would open
-    except FileNotFoundError:
-        st = None
+        return check_regular_or_absent(path)
+    except NotRegularFileError as exc:
+        raise BadRequestError(f"openDiff: {exc}") from None
     except OSError as exc:
         raise BadRequestError(f"openDiff: cannot use {shown(path)}: {exc.strerror}") from None
-    if st is not None:
-        if stat.S_ISDIR(st.st_mode):
-            raise BadRequestError(f"openDiff: {shown(path)} is a directory, not a file")
-        if not stat.S_ISREG(st.st_mode):
-            raise BadRequestError(
-                f"openDiff: {shown(path)} is not a regular file (a pipe, device or socket):"
-                " only regular files are shown"
-            )
-    elif os.path.islink(path):
-        # A dangling link: the CLI would create its target, which must be checked.
-        pass
-    parent = os.path.dirname(os.path.realpath(path))
-    while not os.path.lexists(parent) and parent != os.path.dirname(parent):
-        parent = os.path.dirname(parent)  # folders the CLI will create
-    if not os.path.isdir(parent):
-        raise BadRequestError(f"openDiff: {shown(parent)} is not a directory")
-    return os.path.realpath(path)
 
 
 def validate_open(arguments: Any) -> tuple[str, str]:

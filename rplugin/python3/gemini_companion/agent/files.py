@@ -8,10 +8,10 @@ not touch the same lines (merge.py), and a write that would clobber them is
 refused with an error the agent and the user both read. Files not loaded in
 Neovim are read and written on disk.
 
-The same path policy as IDE mode's ``openDiff`` (diff.py) holds: a path with a
+The same path policy as IDE mode's ``openDiff`` holds (paths.py): a path with a
 control character is refused; a file not loaded in Neovim is reached only under
 the workspace folders, the agent's workspace and ``diff.allowed_dirs``
-(:class:`~gemini_companion.diff.PathPolicy`); on disk only regular files are read or
+(:class:`~gemini_companion.paths.PathPolicy`); on disk only regular files are read or
 written, links resolved (a FIFO would hold a worker thread for ever, ``/dev/zero``
 never ends), and a read stops at :data:`MAX_READ_BYTES`.
 
@@ -27,16 +27,14 @@ answered by lua/gemini_companion/agent/files.lua).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..diff import PathPolicy, has_control, shown
 from ..editor import Editor
+from ..paths import NotRegularFileError, PathPolicy, has_control, open_regular, shown
 from ..text import from_buffer, to_buffer
 from .merge import MergeConflictError, hunks, merge
 
@@ -236,35 +234,10 @@ def _too_large(path: str) -> str:
     return f"{shown(path)} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB: not read"
 
 
-class _NotRegularError(OSError):
-    pass
-
-
-def _open_regular(path: str, flags: int) -> int:
-    """A descriptor of ``path`` (links followed) if it is a regular file. Opened
-    without blocking and checked on the descriptor: a FIFO never holds the thread and
-    nothing can be swapped in between the check and the use."""
-    with contextlib.suppress(FileNotFoundError):
-        _check_regular(path, os.stat(path).st_mode)  # a FIFO with no reader: say what
-    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
-    try:
-        _check_regular(path, os.fstat(fd).st_mode)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _check_regular(path: str, mode: int) -> None:
-    if not stat.S_ISREG(mode):
-        what = "a directory" if stat.S_ISDIR(mode) else "a pipe, device or socket"
-        raise _NotRegularError(f"{shown(path)} is not a regular file ({what})")
-
-
 def _read_disk(path: str) -> str:
     try:
-        fd = _open_regular(path, os.O_RDONLY)
-    except _NotRegularError as exc:
+        fd = open_regular(path, os.O_RDONLY)
+    except NotRegularFileError as exc:
         raise FileAccessError(f"{exc}: only regular files are read") from None
     with os.fdopen(fd, "rb") as f:
         data = f.read(MAX_READ_BYTES + 1)  # a file growing meanwhile is bounded too
@@ -278,8 +251,8 @@ def _write_disk(path: str, content: str) -> None:
     if directory:
         os.makedirs(directory, exist_ok=True)
     try:
-        fd = _open_regular(path, os.O_WRONLY | os.O_CREAT)
-    except _NotRegularError as exc:
+        fd = open_regular(path, os.O_WRONLY | os.O_CREAT)
+    except NotRegularFileError as exc:
         raise FileAccessError(f"{exc}: only regular files are written") from None
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
         f.truncate(0)

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .transport import Transport, TransportContext, TransportError
 
 if TYPE_CHECKING:
-    from ..diff import PathPolicy
     from ..editor import Editor
+    from ..paths import PathPolicy
     from .review import DiffReview
     from .session import AgentSession
 
 log = logging.getLogger(__name__)
 
 TRANSPORTS = {
-    "a2a": "gemini_companion.agent.a2a:A2ATransport",
-    "acp": "gemini_companion.agent.acp:AcpTransport",
+    "a2a": "gemini_companion.agent.a2a.transport:A2ATransport",
+    "acp": "gemini_companion.agent.acp.transport:AcpTransport",
 }
 
 # A test hook: "path/to/file.py:Class" (or "module:Class") replaces the configured
@@ -123,7 +123,7 @@ class AgentService:
         base = self._path_policy
         if base is None:
             return lambda: None
-        from ..diff import PathPolicy
+        from ..paths import PathPolicy
 
         return lambda: PathPolicy.of([*base().roots, workspace])
 

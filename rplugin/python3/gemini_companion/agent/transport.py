@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..diff import PathPolicy
     from ..editor import Editor
+    from ..paths import PathPolicy
     from .model import AgentEvent, Prompt
 
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Confirmation, ConfirmationKind, Option, OptionKind, SlashCommand, ToolCall
+from ..model import Confirmation, ConfirmationKind, Option, OptionKind, SlashCommand, ToolCall
 
 EXTENSION_URI = (
     "https://github.com/google-gemini/gemini-cli/blob/main/docs/a2a/developer-profile/v0/spec.md"

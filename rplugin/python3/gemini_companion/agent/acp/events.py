@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp import schema
 
-from .model import (
+from ..model import (
     AgentEvent,
     CommandsUpdate,
     Confirmation,

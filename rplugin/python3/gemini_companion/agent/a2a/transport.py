@@ -41,9 +41,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import devtool
-from .gemini_home import PrivateHome
-from .model import (
+from ..model import (
     CommandsUpdate,
     MessageChunk,
     Notice,
@@ -55,7 +53,9 @@ from .model import (
     ToolOutput,
     TurnEnd,
 )
-from .transport import EventSink, Transport, TransportError
+from ..transport import EventSink, Transport, TransportError
+from . import devtool
+from .gemini_home import PrivateHome
 
 if TYPE_CHECKING:
     import httpx
@@ -767,7 +767,7 @@ class A2ATransport(Transport):
 
 
 def _plugin_version() -> str:
-    from ..server import SERVER_VERSION
+    from ...server import SERVER_VERSION
 
     return SERVER_VERSION
 

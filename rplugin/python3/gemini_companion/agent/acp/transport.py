@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .model import (
+from ..model import (
     FINISHED,
     Notice,
     Prompt,
@@ -53,14 +53,14 @@ from .model import (
     ToolCall,
     TurnEnd,
 )
-from .transport import EventSink, NotSupportedError, Transport, TransportContext, TransportError
+from ..transport import EventSink, NotSupportedError, Transport, TransportContext, TransportError
 
 if TYPE_CHECKING:
     from acp.connection import Connection
 
-    from .acp_events import UpdateTranslator
-    from .acp_sessions import SessionStore
-    from .files import EditorFiles
+    from ..files import EditorFiles
+    from .events import UpdateTranslator
+    from .sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,8 @@ def _import_protocol() -> None:
     imported in a worker thread, not on the loop (nor on Neovim's main thread)."""
     import acp.connection  # noqa: F401
 
-    from . import acp_events, acp_sessions, files  # noqa: F401
+    from .. import files  # noqa: F401
+    from . import events, sessions  # noqa: F401
 
 
 class ChildStdio:
@@ -254,9 +255,9 @@ class AcpTransport(Transport):
     async def start(self, events: EventSink) -> None:
         self._events = events
         await asyncio.to_thread(_import_protocol)
-        from .acp_events import UpdateTranslator
-        from .acp_sessions import SessionStore, default_path
-        from .files import EditorFiles
+        from ..files import EditorFiles
+        from .events import UpdateTranslator
+        from .sessions import SessionStore, default_path
 
         if self._updates is None:
             self._updates = UpdateTranslator()
@@ -291,7 +292,7 @@ class AcpTransport(Transport):
             )
 
     async def prompt(self, prompt: Prompt) -> None:
-        from .acp_events import prompt_blocks
+        from .events import prompt_blocks
 
         session_id = self._require_session()
         if self._turn is not None and not self._turn.done():
@@ -763,7 +764,7 @@ class AcpTransport(Transport):
         from acp.exceptions import RequestError
         from pydantic import ValidationError
 
-        from .files import FileAccessError
+        from ..files import FileAccessError
 
         try:
             if method == "session/update":
@@ -929,6 +930,6 @@ def _text(text: str) -> dict[str, Any]:
 
 
 def _plugin_version() -> str:
-    from ..server import SERVER_VERSION
+    from ...server import SERVER_VERSION
 
     return SERVER_VERSION

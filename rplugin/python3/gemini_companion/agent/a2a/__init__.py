@@ -1,0 +1,15 @@
+"""The A2A transport: the Gemini CLI agent over A2A with the ``development-tool``
+extension, through the official ``a2a-sdk``.
+
+Everything only A2A uses lives here (the core, one level up, knows nothing of it):
+
+- ``transport.py``: :class:`~.transport.A2ATransport`, the panel's client of the
+  agent (start, prompt, answers, cancel, slash commands).
+- ``devtool.py``: the development-tool extension's two encodings (0.25.2's
+  ``coder-agent`` and the RFC's).
+- ``gemini_home.py``: the started server's private Gemini home, which adds
+  Neovim's tools to the user's settings.
+- ``loopback.cjs``: a Node preload that keeps the started server on 127.0.0.1.
+
+Nothing is imported here: the service loads ``transport.py`` by name.
+"""

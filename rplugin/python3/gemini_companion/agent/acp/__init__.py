@@ -1,0 +1,13 @@
+"""The ACP transport: Gemini CLI as ``gemini --acp``, a child process of the plugin.
+
+Everything only ACP uses lives here (the core, one level up, knows nothing of it):
+
+- ``transport.py``: :class:`~.transport.AcpTransport`, the panel's client of the
+  agent (start, prompt, answers, cancel, sessions).
+- ``events.py``: ACP session updates as the panel's events, and prompts as ACP
+  content blocks.
+- ``sessions.py``: the record of the sessions the panel started, for
+  ``:GeminiAgentResume``.
+
+Nothing is imported here: the service loads ``transport.py`` by name.
+"""
