@@ -355,7 +355,7 @@ function M.answer_options(accept)
   end, options)
 end
 
---- Where the ACP transport records the sessions it started (agent/acp_sessions.py),
+--- Where the ACP transport records the sessions it started (agent/acp/sessions.py),
 --- for :GeminiAgentResume.
 ---@return string
 function M.sessions_file()

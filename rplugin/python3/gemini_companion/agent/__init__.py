@@ -11,7 +11,9 @@ Layout (one direction of imports, top to bottom):
 - ``transport.py``: the :class:`~.transport.Transport` interface a protocol
   implements, and its context. Read its docstring to write a transport.
 - ``model.py``: the events a transport emits and the transcript's data.
-- one module per protocol: ``a2a.py``, ``acp.py``.
 - ``files.py`` and ``merge.py``: the agent's file reads and writes through
-  Neovim's buffers.
+  Neovim's buffers, under the path policy (``gemini_companion/paths.py``).
+- one package per protocol, holding everything only it uses: ``acp/`` (Gemini
+  CLI as ``gemini --acp``) and ``a2a/`` (the A2A server with the
+  ``development-tool`` extension). The core imports neither.
 """
