@@ -566,8 +566,7 @@ def test_real_gemini_cli_started_by_gemini_command_calls_get_diagnostics(
     # What the build step does once: link the plugin's extension into the CLI's home.
     linked = nvim.lua(
         "local e = require('gemini_companion.extension'); local ok, msg = e.link(...)"
-        "; return { ok, msg, e.linked(select(2, ...)) }",
-        str(GEMINI),
+        "; return { ok, msg, e.linked(...) }",
         env,
     )
     assert linked[0] is True and linked[2] is True, linked

@@ -368,10 +368,11 @@ local function compile(root, host_python)
 end
 
 --- Link the Gemini CLI extension that gives a CLI started in Neovim the plugin's
---- tools (extension.lua says why an extension), with the CLI's own command, in
---- the background like every other step. Skipped, with a message, when the CLI is
---- not installed or `tools.enabled` is off; a failure does not fail the build
---- (:checkhealth reports it).
+--- tools (extension.lua says why an extension, and why the link is written by the
+--- plugin rather than by `gemini extensions link`, which trusts the folder it runs
+--- in). Skipped, with a message, when `tools.enabled` is off or neither the CLI
+--- nor a Gemini home is there; a failure does not fail the build (:checkhealth
+--- reports it).
 local function link_extension()
   local config = require("gemini_companion.config").get()
   if not config.tools.enabled then
@@ -382,26 +383,19 @@ local function link_extension()
   if extension.linked(env) then
     return
   end
-  local cmd = config.terminal.cmd
-  if vim.fn.executable(cmd) == 0 then
-    progress("Gemini CLI (" .. cmd .. ") not found: its extension for Neovim's tools is not linked")
+  if vim.fn.executable(config.terminal.cmd) == 0 and vim.fn.isdirectory(extension.gemini_dir(env)) == 0 then
+    progress(
+      "Gemini CLI ("
+        .. config.terminal.cmd
+        .. ") not found: its extension for Neovim's tools is not linked (rebuild once it is installed)"
+    )
     return
   end
-  progress("linking the Gemini CLI extension for Neovim's tools")
-  local argv = { cmd, "extensions", "link", extension.dir(), "--consent" }
-  local out = exec(argv, { timeout = 60000, env = env })
-  if out.code == 0 and extension.linked(env) then
-    progress("Gemini CLI extension: linked into " .. extension.gemini_dir(env) .. "/extensions")
+  local ok, message = extension.link(env)
+  if ok then
+    progress("Gemini CLI extension for Neovim's tools: " .. message)
   else
-    local output = vim.trim((out.stderr or "") .. "\n" .. (out.stdout or ""))
-    progress(
-      string.format(
-        "Gemini CLI extension not linked: `%s` failed (exit %d): %s",
-        table.concat(argv, " "),
-        out.code,
-        output
-      )
-    )
+    progress("Gemini CLI extension for Neovim's tools not linked: " .. message)
   end
 end
 

@@ -4,14 +4,26 @@
 --- Gemini CLI 0.61.0 takes MCP servers only from its settings files and its
 --- extensions. The files a launcher could point it to (GEMINI_CLI_SYSTEM_SETTINGS_PATH,
 --- GEMINI_CLI_SYSTEM_DEFAULTS_PATH) are skipped unless root owns them, so the
---- plugin ships an extension instead, linked once into the user's Gemini home with
---- `gemini extensions link` (the build step does it). Its `mcpServers` entry
---- names the server by the variables every terminal of Neovim gets
---- (GEMINI_CLI_IDE_SERVER_PORT, GEMINI_CLI_IDE_AUTH_TOKEN), which the CLI expands
---- when it loads the extension.
+--- plugin ships an extension instead, linked once into the user's Gemini home (the
+--- build step does it). Its `mcpServers` entry names the server by the variables
+--- every terminal of Neovim gets (GEMINI_CLI_IDE_SERVER_PORT,
+--- GEMINI_CLI_IDE_AUTH_TOKEN), which the CLI expands when it loads the extension.
+---
+--- The link is written here, not by `gemini extensions link`: that command also
+--- marks the folder it runs in trusted (`trustedFolders.json`, TRUST_FOLDER), and
+--- leaves an enablement entry, an integrity key and record, a project registry and
+--- history folders behind. What a link is to the CLI is one file,
+--- `extensions/<name>/.gemini-extension-install.json` holding
+--- `{"source": <folder>, "type": "link"}`: the CLI loads the extension from that
+--- folder, enabled (no enablement entry means enabled everywhere), and never
+--- updates a link (so it never asks for the integrity record). That file, and its
+--- folder, is all the plugin writes into the Gemini home.
 local M = {}
 
 M.name = "gemini-companion-nvim"
+
+-- The CLI's name for a linked or installed extension's record (0.61.0).
+local install_file = ".gemini-extension-install.json"
 
 ---@return string the extension's folder in the plugin
 function M.dir()
@@ -31,42 +43,81 @@ function M.gemini_dir(env)
   return (env.HOME or vim.env.HOME or vim.uv.os_homedir()) .. "/.gemini"
 end
 
+--- The folder of this plugin's entry in the Gemini home of `env`.
+---@param env? table<string, string>
+---@return string
+function M.entry_dir(env)
+  return M.gemini_dir(env) .. "/extensions/" .. M.name
+end
+
+--- The install record at `dir`, if it is one.
+---@param dir string
+---@return table?
+local function read_record(dir)
+  local file = io.open(dir .. "/" .. install_file, "r")
+  if not file then
+    return nil
+  end
+  local ok, meta = pcall(vim.json.decode, file:read("*a"))
+  file:close()
+  return ok and type(meta) == "table" and meta or nil
+end
+
 --- Whether this plugin's extension is linked into the Gemini home of `env`.
 ---@param env? table<string, string>
 ---@return boolean
 function M.linked(env)
-  local path = M.gemini_dir(env) .. "/extensions/" .. M.name .. "/.gemini-extension-install.json"
-  local file = io.open(path, "r")
-  if not file then
-    return false
-  end
-  local ok, meta = pcall(vim.json.decode, file:read("*a"))
-  file:close()
-  return ok and type(meta) == "table" and meta.source == M.dir()
+  local meta = read_record(M.entry_dir(env))
+  return meta ~= nil and meta.type == "link" and meta.source == M.dir()
 end
 
---- Link the extension with the CLI's own command (blocking: for the build step).
----@param cmd string the gemini executable
+--- Link the extension into the Gemini home of `env`: write the one record the CLI
+--- reads for a linked extension (see the top of this file), nothing else. An entry
+--- of the same name that is not a link to this plugin is left alone (and said),
+--- unless it is a link whose folder is gone (the plugin moved).
 ---@param env? table<string, string>
----@param timeout_ms? integer
 ---@return boolean ok
 ---@return string message
-function M.link(cmd, env, timeout_ms)
+function M.link(env)
   if M.linked(env) then
     return true, "already linked"
   end
-  if vim.fn.executable(cmd) == 0 then
-    return false, cmd .. " is not executable"
+  local dir = M.entry_dir(env)
+  if vim.uv.fs_lstat(dir) then
+    local meta = read_record(dir)
+    local stale = meta
+      and meta.type == "link"
+      and type(meta.source) == "string"
+      and not vim.uv.fs_stat(meta.source .. "/gemini-extension.json")
+    if not stale then
+      local what = meta and meta.type == "link" and ("a link to " .. tostring(meta.source))
+        or "not a link of this plugin"
+      return false,
+        string.format(
+          "%s exists and is %s: left as it is (remove it with `gemini extensions uninstall %s`, then rebuild)",
+          dir,
+          what,
+          M.name
+        )
+    end
   end
-  local argv = { cmd, "extensions", "link", M.dir(), "--consent" }
-  local ok, proc = pcall(vim.system, argv, { text = true, env = env })
-  if not ok then
-    return false, tostring(proc)
+  local ok, err = pcall(vim.fn.mkdir, dir, "p")
+  if not ok or vim.fn.isdirectory(dir) == 0 then
+    return false, "cannot create " .. dir .. ": " .. tostring(err)
   end
-  local done = proc:wait(timeout_ms or 60000)
-  if done.code ~= 0 or not M.linked(env) then
-    local output = vim.trim((done.stderr or "") .. "\n" .. (done.stdout or ""))
-    return false, string.format("`%s` failed (exit %d): %s", table.concat(argv, " "), done.code, output)
+  -- As the CLI writes it (JSON.stringify(metadata, null, 2)).
+  local text = string.format('{\n  "source": %s,\n  "type": "link"\n}', vim.json.encode(M.dir()))
+  local tmp = dir .. "/" .. install_file .. ".tmp"
+  local file, open_err = io.open(tmp, "w")
+  if not file then
+    return false, "cannot write " .. tmp .. ": " .. tostring(open_err)
+  end
+  file:write(text)
+  file:close()
+  local renamed, rename_err = os.rename(tmp, dir .. "/" .. install_file)
+  if not renamed then
+    os.remove(tmp)
+    return false, "cannot write " .. dir .. "/" .. install_file .. ": " .. tostring(rename_err)
   end
   return true, "linked into " .. M.gemini_dir(env) .. "/extensions"
 end

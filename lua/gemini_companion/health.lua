@@ -230,10 +230,9 @@ local function check_tools_extension()
     health.warn(
       "the Gemini CLI extension " .. extension.name .. " is not linked: the CLI does not see Neovim's tools",
       {
-        "Run :GeminiCompanionBuild with the Gemini CLI installed, or in a shell: "
-          .. config.terminal.cmd
-          .. " extensions link "
-          .. extension.dir(),
+        "Run :GeminiCompanionBuild with the Gemini CLI installed: it writes the link into " .. extension.entry_dir(
+          config.terminal.env
+        ) .. " (not `gemini extensions link`, which also marks the folder it runs in trusted)",
       }
     )
   end
