@@ -647,12 +647,14 @@ class _AnsweringEditor:
 
 def test_tools_server_gives_the_url_and_headers_an_agent_connects_with(tmp_path: Path) -> None:
     from gemini_companion.companion import Companion, StartOptions
+    from gemini_companion.tools.neovim import ToolDescription
 
     editor = _AnsweringEditor()
     companion = Companion(editor, env={"TMPDIR": str(tmp_path)})  # type: ignore[arg-type]
     editor.companion = companion
     assert companion.tools_server() is None  # not running
-    companion.start(StartOptions(nvim_pid=1, workspace_dirs=[str(tmp_path)]))
+    listed = ToolDescription("listOpenBuffers", "the open files", {"type": "object"})
+    companion.start(StartOptions(nvim_pid=1, workspace_dirs=[str(tmp_path)], tools=[listed]))
     try:
         server = companion.tools_server()
         assert server is not None

@@ -38,7 +38,7 @@ from .server import CompanionServer, ServerOptions
 from .text import received_body
 from .tools import IDE_PATH, TOOLS_PATH
 from .tools.ide import ide_tools
-from .tools.neovim import McpHttpServer, NeovimTools, http_server
+from .tools.neovim import McpHttpServer, NeovimTools, ToolDescription, http_server
 
 if TYPE_CHECKING:
     from .agent.service import AgentService
@@ -59,6 +59,8 @@ class StartOptions:
     context_trusted: bool | None = None
     allowed_dirs: list[str] = field(default_factory=list)
     tools_enabled: bool = True
+    # Neovim's tools as lua/gemini_companion/tools/ describes them (served on /tools).
+    tools: list[ToolDescription] = field(default_factory=list)
     quiet: bool = False  # a start by the plugin itself: no "already running" message
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -84,6 +86,8 @@ class StartOptions:
         tools = raw.get("tools")
         if isinstance(tools, Mapping) and isinstance(tools.get("enabled"), bool):
             options.tools_enabled = tools["enabled"]
+        if isinstance(tools, Mapping) and isinstance(tools.get("list"), Sequence):
+            options.tools = [ToolDescription.from_lua(t) for t in tools["list"]]
         options.quiet = raw.get("quiet") is True
         options.extra = dict(raw)
         return options
@@ -153,7 +157,9 @@ class ServerRun:
         endpoints = {IDE_PATH: ide_tools(self.diffs)}
         self.tools: NeovimTools | None = None
         if options.tools_enabled:
-            self.tools = NeovimTools(editor, lambda: self._workspace_dirs)
+            self.tools = NeovimTools(
+                editor, lambda: self._workspace_dirs, options.tools, self.path_policy
+            )
             endpoints[TOOLS_PATH] = self.tools.registry()
         try:
             self.server = CompanionServer(
