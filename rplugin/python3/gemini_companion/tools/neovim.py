@@ -31,12 +31,11 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import Tool, ToolError, ToolRegistry, ToolResult
 
 if TYPE_CHECKING:
-    from ..diff import PathPolicy
     from ..editor import Editor
 
 log = logging.getLogger(__name__)
@@ -78,6 +77,16 @@ class ToolDescription:
         if not isinstance(properties, Mapping):  # Lua's empty table arrives as a list
             schema = {**schema, "properties": {}}
         return cls(name, description, schema)
+
+
+class PathPolicy(Protocol):
+    """The path policy the tools follow (``openDiff``'s: the workspace folders and
+    ``diff.allowed_dirs``; a file open in Neovim is allowed by the Lua side)."""
+
+    @property
+    def roots(self) -> tuple[str, ...]: ...
+
+    def allows(self, path: str) -> bool: ...
 
 
 class NeovimTools:
