@@ -72,9 +72,7 @@ def defaults(nvim: Nvim) -> set[str]:
 
 
 def test_types_lua_and_the_help_are_what_the_schema_generates(nvim: Nvim) -> None:
-    differed = nvim.lua(
-        "return dofile(...).run(select(2, ...), true)", str(GENERATOR), str(ROOT)
-    )
+    differed = nvim.lua("return dofile(...).run(select(2, ...), true)", str(GENERATOR), str(ROOT))
     assert differed == [], (
         f"{', '.join(differed)} differ from the option schema. Options live in"
         " lua/gemini_companion/options.lua only: change them there (never in types.lua"
