@@ -370,9 +370,8 @@ end
 --- Link the Gemini CLI extension that gives a CLI started in Neovim the plugin's
 --- tools (extension.lua says why an extension, and why the link is written by the
 --- plugin rather than by `gemini extensions link`, which trusts the folder it runs
---- in). Skipped, with a message, when `tools.enabled` is off or neither the CLI
---- nor a Gemini home is there; a failure does not fail the build (:checkhealth
---- reports it).
+--- in). Skipped, with a message, when `tools.enabled` is off or the CLI is not
+--- installed; a failure does not fail the build (:checkhealth reports it).
 local function link_extension()
   local config = require("gemini_companion.config").get()
   if not config.tools.enabled then
@@ -383,7 +382,7 @@ local function link_extension()
   if extension.linked(env) then
     return
   end
-  if vim.fn.executable(config.terminal.cmd) == 0 and vim.fn.isdirectory(extension.gemini_dir(env)) == 0 then
+  if vim.fn.executable(config.terminal.cmd) == 0 then
     progress(
       "Gemini CLI ("
         .. config.terminal.cmd
