@@ -10,11 +10,8 @@ import os
 import stat
 from pathlib import Path
 
-from gemini_companion.agent.a2a.gemini_home import (
-    EXTENSION_NAME,
-    PrivateHome,
-    settings_mcp_server,
-)
+from gemini_companion.agent.a2a.gemini_home import EXTENSION_NAME, PrivateHome
+from gemini_companion.agent.mcp_servers import settings_mcp_server
 
 TOOLS = {
     "type": "http",

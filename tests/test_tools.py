@@ -646,6 +646,7 @@ class _AnsweringEditor:
 
 
 def test_tools_server_gives_the_url_and_headers_an_agent_connects_with(tmp_path: Path) -> None:
+    from gemini_companion.agent.mcp_servers import McpServer
     from gemini_companion.companion import Companion, StartOptions
     from gemini_companion.tools.neovim import ToolDescription
 
@@ -660,12 +661,11 @@ def test_tools_server_gives_the_url_and_headers_an_agent_connects_with(tmp_path:
         assert server is not None
         assert server.name == "nvim"
         assert server.url == f"http://127.0.0.1:{companion.run.server.port}/tools"  # type: ignore[union-attr]
-        acp = server.as_acp()
+        acp = McpServer.http(server.name, server.url, server.headers).as_acp()
         assert acp["type"] == "http" and acp["url"] == server.url
         assert acp["headers"] == [
             {"name": "Authorization", "value": server.headers["Authorization"]}
         ]
-        assert server.as_gemini_settings()["httpUrl"] == server.url
         token = server.headers["Authorization"].removeprefix("Bearer ")
         with mcp_client(companion.run.server.port, token, "/tools") as conn:  # type: ignore[union-attr]
             assert call(conn, "listOpenBuffers") == {"answered": "listOpenBuffers"}
@@ -751,9 +751,10 @@ class _AcpPeer:
 def test_real_gemini_acp_agent_calls_the_tools_server_the_panel_hands_it(
     editor: Nvim, sandbox: Sandbox, workspace: Path
 ) -> None:
-    """What ``Companion.tools_server().as_acp()`` gives, passed in ACP ``session/new``,
+    """What ``Companion.tools_server()`` gives, in ACP's shape, passed in ACP ``session/new``,
     reaches the real agent: its (fake) model calls ``mcp_nvim_getDiagnostics``, the
     agent asks permission (ACP has no ``trust``), and runs it once allowed."""
+    from gemini_companion.agent.mcp_servers import McpServer
     from gemini_companion.tools.neovim import http_server
 
     home = sandbox.root / "home"
@@ -784,7 +785,11 @@ def test_real_gemini_acp_agent_calls_the_tools_server_the_panel_hands_it(
     try:
         peer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
         session = peer.request(
-            "session/new", {"cwd": str(workspace), "mcpServers": [server.as_acp()]}
+            "session/new",
+            {
+                "cwd": str(workspace),
+                "mcpServers": [McpServer.http(server.name, server.url, server.headers).as_acp()],
+            },
         )["sessionId"]
         prompt_id = 99
         peer.send(

@@ -41,6 +41,7 @@ from .tools.ide import ide_tools
 from .tools.neovim import McpHttpServer, NeovimTools, ToolDescription, http_server
 
 if TYPE_CHECKING:
+    from .agent.mcp_servers import McpServer
     from .agent.service import AgentService
     from .sessions import SessionStream
 
@@ -465,8 +466,8 @@ class Companion:
 
     def tools_server(self) -> McpHttpServer | None:
         """Where an MCP client reaches Neovim's tools while the server runs: the URL
-        and the headers (with the bearer token) to hand an agent (ACP ``session/new``
-        ``mcpServers``: ``.as_acp()``); None when stopped or ``tools.enabled`` is off."""
+        and the headers (with the bearer token) to hand an agent (agent/mcp_servers.py
+        puts it in each protocol's shape); None when stopped or ``tools.enabled`` is off."""
         run = self._run
         if run is None or run.closed.is_set():
             return None
@@ -503,10 +504,12 @@ class Companion:
         if action == "stop":
             self._agent = self._agent_run = None
 
-    def _agent_mcp_servers(self) -> list[Mapping[str, Any]]:
-        """Neovim's tools, as the agent should get them (ACP ``mcpServers``)."""
+    def _agent_mcp_servers(self) -> list[McpServer]:
+        """Neovim's tools, as the agent should get them."""
+        from .agent.mcp_servers import McpServer
+
         server = self.tools_server()
-        return [server.as_acp()] if server is not None else []
+        return [McpServer.http(server.name, server.url, server.headers)] if server else []
 
     def _stop_agent(self) -> None:
         agent, self._agent, self._agent_run = self._agent, None, None

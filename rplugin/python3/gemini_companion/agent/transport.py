@@ -56,7 +56,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..editor import Editor
     from ..paths import PathPolicy
+    from .mcp_servers import McpServer
     from .model import AgentEvent, Prompt
+
+
+def plugin_version() -> str:
+    """The plugin's version, as the agent is told it (ACP's ``clientInfo``, the
+    extension in the A2A server's private home)."""
+    from ..server import SERVER_VERSION
+
+    return SERVER_VERSION
 
 
 class TransportError(Exception):
@@ -82,7 +91,8 @@ class TransportContext:
     (Neovim's, plus the variables of the plugin's terminals, so the agent sees
     the IDE companion); ``workspace`` the directory the agent works in;
     ``mcp_servers`` the MCP servers the plugin wants the agent to have (each a
-    mapping in the agent's configuration shape); ``editor`` reaches Neovim
+    :class:`~.mcp_servers.McpServer`, or a mapping in ACP's or Gemini CLI's
+    settings shape: ``McpServer.parse`` reads both); ``editor`` reaches Neovim
     (thread-safe, never blocks); ``paths`` gives the folders where the agent may
     read and write files not loaded in Neovim (None: anywhere).
     """
@@ -91,7 +101,7 @@ class TransportContext:
     env: Mapping[str, str]
     editor: Editor
     options: Mapping[str, Any] = field(default_factory=dict)
-    mcp_servers: Sequence[Mapping[str, Any]] = ()
+    mcp_servers: Sequence[McpServer | Mapping[str, Any]] = ()
     paths: Callable[[], PathPolicy | None] = lambda: None
 
 

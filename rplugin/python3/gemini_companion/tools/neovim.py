@@ -275,25 +275,11 @@ def _to_json(value: Any) -> str:
 @dataclass(frozen=True)
 class McpHttpServer:
     """How an MCP client reaches the ``/tools`` endpoint: what the agent panel hands
-    the agent (ACP ``session/new`` ``mcpServers``, A2A agent settings)."""
+    the agent (agent/mcp_servers.py puts it in ACP's or the settings' shape)."""
 
     name: str
     url: str
     headers: Mapping[str, str]
-
-    def as_acp(self) -> dict[str, Any]:
-        """An ACP ``HttpMcpServer`` (``session/new`` ``mcpServers`` entry)."""
-        return {
-            "type": "http",
-            "name": self.name,
-            "url": self.url,
-            "headers": [{"name": k, "value": v} for k, v in self.headers.items()],
-        }
-
-    def as_gemini_settings(self) -> dict[str, Any]:
-        """A Gemini CLI ``mcpServers`` entry (settings.json, extensions): read-only
-        tools, so ``trust`` spares the user a confirmation for each call."""
-        return {"httpUrl": self.url, "headers": dict(self.headers), "trust": True}
 
 
 def http_server(port: int, token: str) -> McpHttpServer:

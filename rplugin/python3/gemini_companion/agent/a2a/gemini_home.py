@@ -31,50 +31,13 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..mcp_servers import McpServer, settings_mcp_server
+
 log = logging.getLogger(__name__)
 
 EXTENSION_NAME = "gemini-companion-nvim"
 GEMINI_DIR = ".gemini"
 EXTENSIONS = "extensions"
-
-
-def settings_mcp_server(server: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """An MCP server as a Gemini CLI ``mcpServers`` entry (name, entry), from ACP's
-    shape (``type``, ``url``, ``headers`` as ``{name, value}`` pairs) or the settings
-    shape itself (``httpUrl``, ``url``, ``command``); None for anything else."""
-    name = server.get("name")
-    if not isinstance(name, str) or not name:
-        return None
-
-    def table(value: Any) -> dict[str, str]:
-        if isinstance(value, Mapping):
-            return {str(k): str(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return {
-                str(p["name"]): str(p["value"])
-                for p in value
-                if isinstance(p, Mapping) and "name" in p and "value" in p
-            }
-        return {}
-
-    headers = table(server.get("headers"))
-    kind = server.get("type")
-    entry: dict[str, Any]
-    if kind == "http" and isinstance(server.get("url"), str):
-        entry = {"httpUrl": server["url"], "headers": headers}
-    elif isinstance(server.get("httpUrl"), str):
-        entry = {"httpUrl": server["httpUrl"], "headers": headers}
-    elif isinstance(server.get("url"), str):
-        entry = {"url": server["url"], "headers": headers}
-    elif isinstance(server.get("command"), str):
-        entry = {
-            "command": server["command"],
-            "args": [str(a) for a in server.get("args") or []],
-            "env": table(server.get("env")),
-        }
-    else:
-        return None
-    return name, entry
 
 
 def user_gemini_dir(env: Mapping[str, str]) -> str:
@@ -91,7 +54,10 @@ class PrivateHome:
 
     @classmethod
     def create(
-        cls, env: Mapping[str, str], servers: Sequence[Mapping[str, Any]], version: str
+        cls,
+        env: Mapping[str, str],
+        servers: Sequence[McpServer | Mapping[str, Any]],
+        version: str,
     ) -> PrivateHome:
         """Make the home for a server started with ``env`` (its ``GEMINI_CLI_HOME``
         or ``HOME`` names the user's), giving it ``servers``."""
@@ -104,7 +70,9 @@ class PrivateHome:
             raise
         return home
 
-    def _fill(self, user: str, servers: Sequence[Mapping[str, Any]], version: str) -> None:
+    def _fill(
+        self, user: str, servers: Sequence[McpServer | Mapping[str, Any]], version: str
+    ) -> None:
         mine = os.path.join(self.path, GEMINI_DIR)
         os.mkdir(mine, 0o700)
         entries = _entries(user)
