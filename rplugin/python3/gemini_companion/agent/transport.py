@@ -19,9 +19,13 @@ Session -> transport (the user's intents; each a coroutine):
     task/session.
 ``answer(call_id, option_id, new_content)``
     The user's answer to the confirmation of tool call ``call_id``: the id of one
-    of its :class:`~.model.Option`. For an edit, ``new_content`` is the text the
-    user accepted (their edits to the proposal included) when it differs from
-    the proposal, else ``None``; the transport must make that text the file's
+    of its :class:`~.model.Option`, or ``None``: the user rejected a request
+    that offers no reject option, and the answer is the protocol's cancellation
+    (ACP's ``cancelled`` outcome), never one of the options. ``call_id`` is
+    unique among the pending confirmations, whatever ids the agent sends. For an
+    edit, ``new_content`` is the text the user accepted (their edits to the
+    proposal included) when it differs from the proposal, else ``None``; the
+    transport must make that text the file's
     content (or refuse loudly). Nothing the agent asked about may run before this.
 ``cancel()``
     Cancel the running prompt; a new prompt must work after it.
@@ -126,7 +130,9 @@ class Transport(abc.ABC):
     async def prompt(self, prompt: Prompt) -> None: ...
 
     @abc.abstractmethod
-    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None: ...
+    async def answer(
+        self, call_id: str, option_id: str | None, new_content: str | None
+    ) -> None: ...
 
     @abc.abstractmethod
     async def cancel(self) -> None: ...

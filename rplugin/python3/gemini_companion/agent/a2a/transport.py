@@ -507,7 +507,16 @@ class A2ATransport(Transport):
             self.task_id = ""  # a finished task takes no more messages: a new one, same context
         await self._send([text])
 
-    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+    async def answer(self, call_id: str, option_id: str | None, new_content: str | None) -> None:
+        if option_id is None:
+            # Rejected, and the agent offered no reject option. 0.25.2's own
+            # cancellation is the outcome "cancel"; the RFC defines none but the
+            # task's cancel, which skips the call: never an allow option.
+            if self.dialect == devtool.CODER_AGENT:
+                option_id = "cancel"
+            else:
+                await self.cancel()
+                return
         send = new_content
         if new_content is not None and self.dialect == devtool.CODER_AGENT:
             call = self._calls.get(call_id)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from ..mcp_servers import acp_mcp_server
 from ..model import (
     FINISHED,
+    REJECT_KINDS,
     Notice,
     Prompt,
     SessionUpdate,
@@ -193,19 +194,19 @@ class AcpTransport(Transport):
         text = f"/{name.lstrip('/')} {args}".rstrip()
         await self._run_turn({"sessionId": self._require_session(), "prompt": [_text(text)]})
 
-    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+    async def answer(self, call_id: str, option_id: str | None, new_content: str | None) -> None:
         pending = self._permissions.get(call_id)
         if pending is None or pending.answer.done():
             raise TransportError("the agent is no longer waiting for that answer")
         confirmation = pending.call.confirmation
-        option = (
-            next((o for o in confirmation.options if o.id == option_id), None)
-            if (confirmation is not None)
-            else None
-        )
-        if confirmation is None or option is None:
-            raise TransportError(f"the agent did not offer the option {option_id!r}")
-        rejected = option.kind.startswith("reject")
+        if confirmation is None:
+            raise TransportError("the agent is no longer waiting for that answer")
+        option = None
+        if option_id is not None:  # None: rejected, and no reject option: cancelled
+            option = next((o for o in confirmation.options if o.id == option_id), None)
+            if option is None:
+                raise TransportError(f"the agent did not offer the option {option_id!r}")
+        rejected = option is None or option.kind in REJECT_KINDS
         assert self._updates is not None and self._files is not None
         if (
             not rejected
