@@ -118,10 +118,7 @@ function M.start(opts)
     max_body_bytes = config.max_request_bytes,
     context = config.context,
     allowed_dirs = config.diff.allowed_dirs,
-    -- Each tool's name, description and schema (lua/gemini_companion/tools/).
-    tools = vim.tbl_extend("force", config.tools, {
-      list = config.tools.enabled and require("gemini_companion.tools").describe() or nil,
-    }),
+    tools = config.tools,
     quiet = opts and opts.quiet or false,
   })
   require("gemini_companion.context").enable(config.context)

@@ -21,7 +21,6 @@ from .transport import Transport, TransportContext, TransportError
 if TYPE_CHECKING:
     from ..editor import Editor
     from ..paths import PathPolicy
-    from .mcp_servers import McpServer
     from .review import DiffReview
     from .session import AgentSession
 
@@ -103,7 +102,7 @@ class AgentService:
         runner: Runner,
         env: Mapping[str, str],
         terminal_env: Callable[[], Mapping[str, str]],
-        mcp_servers: Callable[[], list[McpServer]] | None = None,
+        mcp_servers: Callable[[], list[Mapping[str, Any]]] | None = None,
         *,
         path_policy: Callable[[], PathPolicy] | None = None,
     ) -> None:

@@ -7,22 +7,12 @@ listed. Their behaviour lives in :class:`~gemini_companion.diff.DiffController`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from . import Tool, ToolRegistry, ToolResult
+from . import Tool, ToolRegistry
 
-
-class DiffTools(Protocol):
-    """What answers the two tools: :class:`~gemini_companion.diff.DiffController`,
-    which imports this package; a protocol, so nothing here imports it back."""
-
-    async def open_diff(self, session_id: str | None, arguments: Mapping[str, Any]) -> ToolResult:
-        """openDiff."""
-
-    async def close_diff(self, session_id: str | None, arguments: Mapping[str, Any]) -> ToolResult:
-        """closeDiff."""
-
+if TYPE_CHECKING:
+    from ..diff import DiffController
 
 OPEN_DIFF_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -42,7 +32,7 @@ CLOSE_DIFF_SCHEMA: dict[str, Any] = {
 }
 
 
-def ide_tools(diffs: DiffTools) -> ToolRegistry:
+def ide_tools(diffs: DiffController) -> ToolRegistry:
     return ToolRegistry.of(
         "ide",
         [
