@@ -13,7 +13,7 @@ from gemini_companion.agent.acp.events import (
     commands_of,
     prompt_blocks,
 )
-from gemini_companion.agent.acp.transport import acp_mcp_server
+from gemini_companion.agent.mcp_servers import acp_mcp_server
 from gemini_companion.agent.model import (
     CommandsUpdate,
     MessageChunk,

@@ -1076,3 +1076,142 @@ def test_the_kept_proposal_is_removed_however_the_diff_ends(
     nvim.api.command("GeminiCompanionStop")
     wait_for(lambda: views(nvim)[0]["state"] == "orphaned", 10, "the diff to be orphaned")
     assert not kept_folders(nvim), "kept after the server stopped"
+
+
+# -- no path reaches an Ex command line --------------------------------------------------
+
+# Names a workspace can hold (git allows them): a newline ends an Ex command, and
+# what follows runs. `fnameescape()` leaves all of these characters alone.
+HOSTILE_NAMES = [
+    "x\nlua=vim.fn.mkdir(vim.env.GEMINI_MARKER)",
+    "x\rlua=vim.fn.mkdir(vim.env.GEMINI_MARKER)",
+    "x\n|lua=vim.fn.mkdir(vim.env.GEMINI_MARKER)",
+    "x\x16\nlua=vim.fn.mkdir(vim.env.GEMINI_MARKER)",
+]
+
+OPEN_VIEW = """
+local spec = ...
+local ok, err = pcall(require('gemini_companion.diff')._open, spec)
+return {ok, tostring(err)}
+"""
+
+
+@pytest.mark.parametrize("loaded", [False, True], ids=["on-disk", "loaded"])
+def test_a_file_name_with_a_newline_runs_nothing_in_the_diff_view(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path, loaded: bool
+) -> None:
+    marker = tmp_path / "marker"
+    # The Lua view alone, as diff.py or an agent's edit would open it: the Python
+    # side's control-character check is not in the way here.
+    nvim = nvim_factory(env={"GEMINI_MARKER": str(marker)})
+    nvim.wait_running()
+    for n, name in enumerate(HOSTILE_NAMES):
+        path = nvim.sandbox.root / name
+        path.write_bytes(b"on disk\r\nsecond\r\n")
+        # What `:read` would open of an escaped name cut at the newline: present,
+        # so that a command line built from the name gets as far as its next line.
+        (nvim.sandbox.root / (name.split("\n")[0] + "\\")).write_text("decoy\n")
+        if loaded:
+            buf = nvim.lua("local b = vim.api.nvim_create_buf(true, false); return b")
+            nvim.lua(
+                "local b, p = ...; vim.api.nvim_buf_set_name(b, p);"
+                " vim.api.nvim_buf_set_lines(b, 0, -1, false, {'loaded'})",
+                buf,
+                str(path),
+            )
+        spec = {
+            "id": 100 + n,
+            "file_path": str(path),
+            "text": "proposed",
+            "eol": True,
+            "fileformat": "unix",
+            "session": "agent",
+        }
+        opened, err = nvim.lua(OPEN_VIEW, spec)
+        assert opened is True, err
+        assert not marker.exists(), f"{name!r}: the file name ran a command"
+        [view] = [v for v in views(nvim) if v["id"] == 100 + n]
+        left = nvim.api.buffers[view["original"]][:]  # type: ignore[index]
+        assert left == (["loaded"] if loaded else ["on disk", "second"]), left
+        if not loaded:
+            assert nvim.lua("return vim.bo[...].fileformat", view["original"]) == "dos"
+            assert nvim.lua("return vim.api.nvim_buf_get_name(...)", view["original"]) == (
+                "gemini://current" + str(path)
+            )
+        assert nvim.lua("return vim.api.nvim_buf_get_name(...)", view["proposal"]) == (
+            "gemini://diff" + str(path)
+        )
+        nvim.lua("require('gemini_companion.diff')._close(...)", 100 + n, "closed")
+    assert not marker.exists()
+
+
+COMPARE_WITH_EDIT = """
+local path = ...
+local text = require('gemini_companion.diff.text')
+local copy = vim.api.nvim_create_buf(false, true)
+text.load_file(copy, path)
+vim.cmd.edit({ args = { path }, bang = true, magic = { file = false } })
+local edited = vim.api.nvim_get_current_buf()
+local function seen(buf)
+  local bo = vim.bo[buf]
+  return {
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false),
+    fileformat = bo.fileformat, fileencoding = bo.fileencoding, eol = bo.eol, bomb = bo.bomb,
+  }
+end
+local result = { seen(copy), seen(edited) }
+vim.cmd.enew()
+vim.api.nvim_buf_delete(edited, { force = true })
+vim.api.nvim_buf_delete(copy, { force = true })
+return result
+"""
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"\n",
+        b"one\ntwo\n",
+        b"one\ntwo",
+        b"one\r\ntwo\r\n",
+        b"one\r\ntwo",
+        b"one\r\ntwo\nthree\r\n",
+        b"\r\n",
+        b"a\rb\rc",
+        b"nul\x00inside\n",
+        "é 漢字 😀\n".encode(),
+        "\ufeffbom\r\n".encode(),
+        "caf\xe9\r\n".encode("latin1"),
+        b"\xed\xa0\x80 surrogate\n",
+        b"\xc0\x80 \xf8\x88\x80\x80\x80 \xfc\x84\x80\x80\x80\x80 long forms\n",
+        b"\xc3",
+        b"\xc3\n",
+        b"\xfe\n",
+    ],
+    ids=[
+        "empty",
+        "one-newline",
+        "unix",
+        "unix-no-eol",
+        "dos",
+        "dos-no-eol",
+        "mixed",
+        "one-crlf",
+        "cr-only",
+        "nul",
+        "utf8",
+        "bom",
+        "latin1",
+        "surrogate",
+        "long-forms",
+        "cut-at-end",
+        "cut-at-newline",
+        "never-utf8",
+    ],
+)
+def test_the_left_copy_reads_a_file_as_edit_does(nvim: Nvim, content: bytes) -> None:
+    path = nvim.sandbox.root / "sample.txt"
+    path.write_bytes(content)
+    copy, edited = nvim.lua(COMPARE_WITH_EDIT, str(path))
+    assert copy == edited

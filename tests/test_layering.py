@@ -1,7 +1,12 @@
 """The Python package stays a ladder (style.md, "Growing the house"): no import
-cycle, nothing imports back up into the entry point or the companion, and the
-ground-floor modules import nothing of the package. Imports under
-``if TYPE_CHECKING:`` are for the type checker only and are left out."""
+cycle, between modules or between the packages they sit in; nothing imports back
+up into the entry point or the companion; and the ground-floor modules import
+nothing of the package.
+
+Every import counts, wherever it is written: at the top, inside a function, or
+under ``if TYPE_CHECKING:``. A type-only import is still an arrow between two
+modules (the reader follows it, and it becomes a run-time import the day the type
+is needed at run time), so a back-arrow for types is a back-arrow."""
 
 from __future__ import annotations
 
@@ -11,40 +16,32 @@ from pathlib import Path
 from harness import ROOT
 
 PACKAGE = ROOT / "rplugin" / "python3" / "gemini_companion"
-GROUND = {"editor", "text", "discovery", "security", "logfile", "pythonpath"}
+GROUND = {"editor", "text", "discovery", "security", "logfile", "pythonpath", "paths"}
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports_of(path: Path, modules: set[str]) -> set[str]:
-    name = module_name(path)
+def imports_of(path: Path, modules: set[str], root: Path = PACKAGE) -> set[str]:
+    """The package's modules that ``path`` (in package ``root``) imports, anywhere in it."""
+    name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if (
-                isinstance(child, ast.If)
-                and isinstance(child.test, ast.Name)
-                and child.test.id == "TYPE_CHECKING"
-            ):
-                continue
-            if isinstance(child, ast.ImportFrom) and child.level:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
                 base = package
-                for _ in range(child.level - 1):
+                for _ in range(node.level - 1):
                     base = base.rsplit(".", 1)[0]
-                target = f"{base}.{child.module}" if child.module else base
-                found.update(
-                    m
-                    for m in (target, *(f"{target}.{a.name}" for a in child.names))
-                    if m in modules
-                )
-            visit(child)
-
-    visit(ast.parse(path.read_text()))
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            candidates = (target, *(f"{target}.{a.name}" for a in node.names))
+            found.update(m for m in candidates if m in modules)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules)
     return found - {name}
 
 
@@ -54,15 +51,14 @@ def graph() -> dict[str, set[str]]:
     return {module_name(p): imports_of(p, modules) for p in paths}
 
 
-def test_the_package_has_no_import_cycle() -> None:
-    edges = graph()
+def cycles_of(edges: dict[str, set[str]]) -> list[list[str]]:
     state: dict[str, int] = {}
     cycles: list[list[str]] = []
 
     def walk(node: str, stack: list[str]) -> None:
         state[node] = 1
         stack.append(node)
-        for nxt in sorted(edges[node]):
+        for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
                 cycles.append([*stack[stack.index(nxt) :], nxt])
             elif nxt not in state:
@@ -73,7 +69,55 @@ def test_the_package_has_no_import_cycle() -> None:
     for node in sorted(edges):
         if node not in state:
             walk(node, [])
-    assert cycles == []
+    return cycles
+
+
+def test_imports_under_type_checking_are_arrows_too(tmp_path: Path) -> None:
+    source = tmp_path / "gemini_companion" / "low.py"
+    source.parent.mkdir()
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from .high import High\n"
+        "def f() -> None:\n"
+        "    from . import late\n"
+    )
+    modules = {"gemini_companion.low", "gemini_companion.high", "gemini_companion.late"}
+    found = imports_of(source, modules, source.parent)
+    assert found == {"gemini_companion.high", "gemini_companion.late"}
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    assert cycles_of(graph()) == []
+
+
+def test_no_package_and_its_neighbours_import_each_other() -> None:
+    """Within each package, its children (modules, and sub-packages taken whole)
+    form a ladder too: ``tools/ide.py`` importing ``diff`` while ``diff`` imports
+    ``tools`` is a cycle between ``tools`` and ``diff``, though no two modules
+    import each other."""
+    edges = graph()
+    packages = {m for m in edges if any(o.startswith(m + ".") for o in edges)}
+    found: dict[str, list[list[str]]] = {}
+    for package in sorted(packages):
+
+        def child(module: str, package: str = package) -> str | None:
+            if not module.startswith(package + "."):
+                return None
+            return package + "." + module[len(package) + 1 :].split(".", maxsplit=1)[0]
+
+        children: dict[str, set[str]] = {}
+        for module, deps in edges.items():
+            a = child(module)
+            if a is None:
+                continue
+            for dep in deps:
+                b = child(dep)
+                if b is not None and b != a:
+                    children.setdefault(a, set()).add(b)
+        if cycles := cycles_of(children):
+            found[package] = cycles
+    assert found == {}
 
 
 def test_nothing_imports_back_up_and_the_ground_floor_imports_nothing() -> None:

@@ -1,7 +1,9 @@
-"""One option schema, four places that must agree (issue 15, item 8): the defaults
-and the validation in config.lua, the LuaCATS classes in types.lua, and the help
-(the defaults block and a tag per option). The defaults are the reference; each
-other place is read as a user or LuaLS reads it and compared with them."""
+"""One option schema (lua/gemini_companion/options.lua, issue 24 item 4) and the
+places that show it: config.lua derives the defaults and the validation from it;
+scripts/gen_options.lua writes types.lua's option classes and the help's defaults
+block and option list from it (the first test fails while either file differs);
+the README's example and the Python side take their values from it. Each place is
+also read here as a user or LuaLS reads it and compared with config.defaults."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from typing import Any
 
 import pytest
 from harness import ROOT, Nvim
+
+GENERATOR = ROOT / "scripts" / "gen_options.lua"
 
 TYPES = (ROOT / "lua" / "gemini_companion" / "types.lua").read_text()
 DOC = (ROOT / "doc" / "gemini-companion.txt").read_text()
@@ -65,6 +69,15 @@ def nvim(nvim_factory: Callable[..., Nvim]) -> Nvim:
 
 def defaults(nvim: Nvim) -> set[str]:
     return set(nvim.lua(DEFAULT_PATHS, {p: True for p in OPEN_ENDED}))
+
+
+def test_types_lua_and_the_help_are_what_the_schema_generates(nvim: Nvim) -> None:
+    differed = nvim.lua("return dofile(...).run(select(2, ...), true)", str(GENERATOR), str(ROOT))
+    assert differed == [], (
+        f"{', '.join(differed)} differ from the option schema. Options live in"
+        " lua/gemini_companion/options.lua only: change them there (never in types.lua"
+        " or the help), then run scripts/gen-options and commit what it rewrites."
+    )
 
 
 def test_types_lua_declares_every_option_with_a_default(nvim: Nvim) -> None:
@@ -142,3 +155,39 @@ def test_validation_names_every_option_given_a_wrong_value_or_an_unknown_key(
         assert f"'{path}'" in error, (path, error)
     # And nothing changed.
     assert nvim.lua("return require('gemini_companion.config').get()") == before
+
+
+def test_the_readmes_example_gives_every_option_its_default(nvim: Nvim) -> None:
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"### Options\n\n```lua\n(.*?)```", readme, re.S)
+    assert block, "README.md's Options example is missing"
+    wrong = nvim.lua(
+        """
+        local given
+        local chunk = assert(loadstring(...))
+        setfenv(chunk, { require = function() return { setup = function(t) given = t end } end })
+        chunk()
+        local defaults = require("gemini_companion.config").defaults
+        local wrong = {}
+        local function walk(prefix, tbl, default)
+          for key, value in pairs(tbl) do
+            local path = prefix .. key
+            local expected = type(default) == "table" and default[key] or nil
+            if type(value) == "table" and not vim.islist(value) and next(value) then
+              walk(path .. ".", value, expected)
+            elseif not vim.deep_equal(value, expected) then
+              wrong[#wrong + 1] = path
+            end
+          end
+        end
+        walk("", given, defaults)
+        for key in pairs(defaults) do
+          if given[key] == nil then
+            wrong[#wrong + 1] = key .. " (missing)"
+          end
+        end
+        return wrong
+        """,
+        block.group(1),
+    )
+    assert wrong == [], f"README.md's Options example differs from config.defaults at {wrong}"

@@ -8,6 +8,7 @@ server (python-lsp-server, installed by the test setup).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -19,8 +20,14 @@ from typing import Any
 
 import httpx2
 import pytest
-from harness import INTEROP, Nvim, Sandbox, wait_for
-from mcp_client import SyncMcpConnection, initialize_request, mcp_client, post_headers
+from harness import INTEROP, Nvim, Sandbox, answers_within, wait_for
+from mcp_client import (
+    SyncMcpConnection,
+    initialize_request,
+    mcp_client,
+    open_raw_session,
+    post_headers,
+)
 
 TOOLS = [
     "getDiagnostics",
@@ -508,6 +515,367 @@ def test_a_silent_language_server_times_out_with_a_clear_error_and_neovim_stays_
         assert call(conn, "listOpenBuffers")["buffers"]
 
 
+# -- hostile answers and floods (issue 23 item 4) ---------------------------------------
+
+# A language server that answers definition and references with the locations in
+# the JSON file it is given: a real process over real pipes, through Neovim's real
+# LSP client, for answers no real server gives on demand (20 000 references, a
+# FIFO, another URI scheme). pylsp answers the real-server cases above and below.
+SCRIPTED_SERVER = r"""
+import json, sys
+answers = json.load(open(sys.argv[1]))
+def read():
+    headers = {}
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line:
+            sys.exit(0)
+        if line in (b"\r\n", b"\n"):
+            break
+        k, v = line.decode().split(":", 1)
+        headers[k.lower()] = v.strip()
+    return json.loads(sys.stdin.buffer.read(int(headers["content-length"])))
+def write(msg):
+    body = json.dumps(msg).encode()
+    sys.stdout.buffer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    sys.stdout.buffer.flush()
+while True:
+    msg = read()
+    method, ident = msg.get("method"), msg.get("id")
+    if method == "initialize":
+        write({"jsonrpc": "2.0", "id": ident, "result": {"capabilities": {
+            "definitionProvider": True, "referencesProvider": True}}})
+    elif method in ("textDocument/references", "textDocument/definition"):
+        write({"jsonrpc": "2.0", "id": ident, "result": answers})
+    elif method == "shutdown":
+        write({"jsonrpc": "2.0", "id": ident, "result": None})
+    elif ident is not None and method is not None:
+        write({"jsonrpc": "2.0", "id": ident, "result": None})
+"""
+
+
+def scripted_server(nvim: Nvim, tmp: Path, locations: list[dict[str, Any]]) -> None:
+    """Attach SCRIPTED_SERVER, answering ``locations``, to the current buffer."""
+    answers = tmp / "answers.json"
+    answers.write_text(json.dumps(locations))
+    script = tmp / "scripted_server.py"
+    script.write_text(SCRIPTED_SERVER)
+    started = nvim.lua(
+        "return vim.lsp.start({ name = 'scripted', cmd = { ... } }, { bufnr = 0 })",
+        sys.executable,
+        str(script),
+        str(answers),
+    )
+    assert started, "vim.lsp.start did not start the scripted server"
+    wait_for(
+        lambda: nvim.lua("local c = vim.lsp.get_clients({bufnr=0})[1]; return c and c.initialized"),
+        15,
+        "the scripted server to initialize",
+    )
+
+
+def location(uri: str, line: int, character: int, length: int = 3) -> dict[str, Any]:
+    return {
+        "uri": uri,
+        "range": {
+            "start": {"line": line, "character": character},
+            "end": {"line": line, "character": character + length},
+        },
+    }
+
+
+def buffer_count(nvim: Nvim) -> int:
+    return int(nvim.lua("return #vim.api.nvim_list_bufs()"))
+
+
+def test_references_in_thousands_of_unopened_files_add_no_buffer_and_come_capped(
+    editor: Nvim, workspace: Path
+) -> None:
+    """20 000 locations in 2 000 files that are not open: the old conversion loaded a
+    buffer for each (2 000 buffers, a 305 ms stall); now none is added, the first
+    200 come with their text read from disk, and a note says how many there were."""
+    pkg = workspace / "pkg"
+    pkg.mkdir()
+    locations = []
+    for i in range(2000):
+        path = pkg / f"m{i:04d}.py"
+        path.write_text("".join(f"value_{j} = greet({j})\n" for j in range(10)))
+        locations += [location(path.as_uri(), j, 10, 5) for j in range(10)]
+    edit(editor, workspace / "a.py")
+    scripted_server(editor, workspace.parent, locations)
+    before = buffer_count(editor)
+    with tools_client(editor) as conn:
+        refs = call(conn, "findReferences", {"filePath": "a.py", "line": 1, "character": 1})
+    assert buffer_count(editor) == before
+    assert refs["total"] == 20000 and len(refs["locations"]) == 200
+    assert refs["truncated"] is True and "first 200 of 20000" in refs["note"]
+    first = refs["locations"][0]
+    assert first["filePath"] == str(pkg / "m0000.py")
+    assert (first["line"], first["character"], first["endCharacter"]) == (1, 11, 16)
+    assert first["text"] == "value_0 = greet(0)"
+    assert editor.lua("return vim.fn.bufexists(...)", str(pkg / "m0000.py")) == 0
+
+
+def test_a_location_with_another_uri_scheme_runs_no_autocommand(
+    editor: Nvim, workspace: Path
+) -> None:
+    """A ``jdt://`` location went through ``bufload`` and ran the user's
+    ``BufReadCmd`` for it; now it is reported as it is, with no text."""
+    editor.lua(
+        "vim.api.nvim_create_autocmd('BufReadCmd', { pattern = 'jdt://*',"
+        " callback = function() vim.g.read_cmd_ran = true end })"
+    )
+    uri = "jdt://contents/java.base/java/lang/String.class"
+    edit(editor, workspace / "a.py")
+    scripted_server(editor, workspace.parent, [location(uri, 4, 2)])
+    before = buffer_count(editor)
+    with tools_client(editor) as conn:
+        found = call(conn, "findDefinition", {"filePath": "a.py", "line": 1, "character": 1})
+    [where] = found["locations"]
+    assert where["filePath"] == uri and where["line"] == 5 and "text" not in where
+    assert editor.lua("return vim.g.read_cmd_ran") is None
+    assert buffer_count(editor) == before
+
+
+def test_a_location_inside_a_fifo_neither_blocks_neovim_nor_opens_it(
+    editor: Nvim, workspace: Path
+) -> None:
+    """Reading a FIFO's lines blocked Neovim until the FIFO got a writer; now it is
+    never opened for reading: where, not what, and Neovim answers throughout."""
+    fifo = workspace / "pipe.py"
+    os.mkfifo(fifo)
+    edit(editor, workspace / "a.py")
+    scripted_server(editor, workspace.parent, [location(fifo.as_uri(), 0, 0)])
+    try:
+        with tools_client(editor) as conn:
+            found = call(conn, "findDefinition", {"filePath": "a.py", "line": 1, "character": 1})
+        [where] = found["locations"]
+        assert where["filePath"] == str(fifo) and "text" not in where
+        assert answers_within(editor, 5)
+    finally:
+        # Were the FIFO opened by Neovim, a writer frees it so the test can end.
+        with contextlib.suppress(OSError):
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.close(fd)
+
+
+def test_references_through_pylsp_in_files_that_are_not_open_add_no_buffer(
+    editor: Nvim, python_project: Path
+) -> None:
+    """The real language server: 60 modules calling greet, none open."""
+    for i in range(60):
+        (python_project / f"user{i}.py").write_text(
+            "from lib import greet\n\n" + "".join(f"greet('{j}')\n" for j in range(5))
+        )
+    edit(editor, python_project / "lib.py")
+    attach_pylsp(editor, python_project)
+    before = buffer_count(editor)
+    with tools_client(editor) as conn:
+        refs = call(
+            conn,
+            "findReferences",
+            {"filePath": "lib.py", "line": 1, "character": 5, "includeDeclaration": False},
+        )
+    assert buffer_count(editor) == before
+    users = [r for r in refs["locations"] if Path(r["filePath"]).name.startswith("user")]
+    assert len({r["filePath"] for r in users}) >= 20, refs["total"]
+    assert "greet('0')" in {r["text"] for r in users}
+    call_site = next(r for r in users if r["text"] == "greet('0')")
+    assert (call_site["character"], call_site["endCharacter"]) == (1, 6)
+
+
+HUGE_LINE = """
+local buf = vim.api.nvim_create_buf(true, false)
+vim.api.nvim_buf_set_name(buf, ...)
+-- 5 000 000 blocks of ten characters, eleven bytes ('é' is two): 55 MB on one line.
+vim.api.nvim_buf_set_lines(buf, 0, -1, false, { string.rep('é123456789', 5000000), 'after' })
+vim.api.nvim_set_current_buf(buf)
+return buf
+"""
+
+
+def test_read_buffer_of_one_huge_line_is_cut_with_a_note_that_reads_on(
+    editor: Nvim, workspace: Path
+) -> None:
+    """One 55 MB line: the old answer was empty with a note pointing at the same
+    line again (and a second's stall); now the first 200 000 bytes, and the note's
+    startCharacter reads on exactly where the text stopped."""
+    path = workspace / "minified.js"
+    editor.lua(HUGE_LINE, str(path))
+    block = "é123456789"
+    with tools_client(editor) as conn:
+        first = call(conn, "readBuffer", {"filePath": str(path)})
+        assert 0 < len(first["text"].encode()) <= 200000
+        assert block * 100 in first["text"] and first["text"].startswith(block)
+        assert (first["startLine"], first["endLine"]) == (1, 1)
+        end = first["endCharacter"]
+        assert end == len(first["text"])
+        assert f"startLine=1, startCharacter={end + 1}" in first["note"]
+        second = call(
+            conn, "readBuffer", {"filePath": str(path), "startLine": 1, "startCharacter": end + 1}
+        )
+        both = first["text"] + second["text"]
+        assert both == (block * (len(both) // 10 + 1))[: len(both)]
+        # Near the end: the rest of the line, then the next line, and no note.
+        tail = call(
+            conn,
+            "readBuffer",
+            {"filePath": str(path), "startLine": 1, "startCharacter": 50_000_000 - 14},
+        )
+        assert tail["text"] == "56789é123456789\nafter" and "note" not in tail
+        message = error(
+            conn,
+            "readBuffer",
+            {"filePath": str(path), "startLine": 1, "startCharacter": 50_000_002},
+        )
+        assert "past the end of line 1" in message and "50000000 characters" in message
+    assert answers_within(editor, 5)
+
+
+def test_get_selection_of_tens_of_megabytes_is_cut_with_a_note_that_reads_on(
+    editor: Nvim, workspace: Path
+) -> None:
+    path = workspace / "log.txt"
+    editor.lua(
+        "local buf = vim.api.nvim_create_buf(true, false); vim.api.nvim_buf_set_name(buf, ...)"
+        "; local lines = {}; for i = 1, 400000 do lines[i] = string.format('%09d', i)"
+        " .. string.rep('.', 90) end; vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)"
+        "; vim.api.nvim_set_current_buf(buf)",
+        str(path),
+    )
+    editor.api.input("ggVG")  # 400 000 lines of 100 bytes: 40 MB selected
+    wait_for(lambda: editor.api.api.get_mode()["mode"] == "V", 5, "Visual mode")
+    with tools_client(editor) as conn:
+        selected = call(conn, "getSelection")
+    assert selected["truncated"] is True and selected["mode"] == "linewise"
+    assert (selected["startLine"], selected["endLine"]) == (1, 400000)
+    text = selected["text"]
+    assert len(text.encode()) <= 200000 and text.startswith("000000001.")
+    shown = text.count("\n") + 1
+    assert text.endswith(f"{shown:09d}" + "." * 90)
+    assert f"filePath={path}, startLine={shown + 1}" in selected["note"]
+    assert "readBuffer" in selected["note"]
+
+
+async def _raw_call(port: int, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+    """One POST on a connection of its own; the status and body (exceptions pass up)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        writer.write(
+            f"POST /tools HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{head}"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        status_line = await reader.readline()
+        if not status_line:
+            raise ConnectionError("closed without an answer")
+        length = 0
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return int(status_line.split()[1]), await reader.readexactly(length)
+    finally:
+        writer.close()
+
+
+def simultaneous_calls(nvim: Nvim, count: int, at_once: int, sessions: int = 4) -> dict[str, int]:
+    """``count`` tools/call of listOpenBuffers, ``at_once`` in flight, each on a
+    connection of its own over ``sessions`` MCP sessions: how each one ended."""
+    port, token = nvim.state()["port"], nvim.token()
+    with httpx2.Client(timeout=10) as http:
+        session_headers = [
+            open_raw_session(http, f"http://127.0.0.1:{port}/tools", token, f"flood{i}")
+            for i in range(sessions)
+        ]
+    outcomes: dict[str, int] = {}
+
+    async def one(i: int, gate: asyncio.Semaphore) -> None:
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "listOpenBuffers", "arguments": {}},
+            }
+        ).encode()
+        async with gate:
+            try:
+                status, answer = await _raw_call(port, session_headers[i % sessions], body)
+            except (ConnectionError, asyncio.IncompleteReadError) as exc:
+                kind = f"reset: {type(exc).__name__}"
+            else:
+                result = json.loads(answer).get("result", {}) if status == 200 else {}
+                if status != 200:
+                    kind = f"HTTP {status}"
+                elif result.get("isError"):
+                    kind = "refused: " + result["content"][0]["text"].split(":")[1].strip()
+                else:
+                    kind = "answered"
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+
+    async def flood() -> None:
+        gate = asyncio.Semaphore(at_once)
+        await asyncio.gather(*(one(i, gate) for i in range(count)))
+
+    asyncio.run(flood())
+    return outcomes
+
+
+def test_a_thousand_simultaneous_tool_calls_are_answered_or_refused_never_reset(
+    editor: Nvim,
+) -> None:
+    """1000 calls at once reset 871 connections, 90 at a time still 10: now each is
+    answered, or refused with an error that says Neovim is busy."""
+    for count, at_once in ((1000, 1000), (1000, 90)):
+        outcomes = simultaneous_calls(editor, count, at_once)
+        assert sum(outcomes.values()) == count
+        assert set(outcomes) <= {"answered", "refused: Neovim is busy"}, outcomes
+        assert outcomes.get("answered", 0) >= 256, outcomes
+    assert answers_within(editor, 5)
+
+
+def test_tools_follow_the_diff_path_policy_and_its_allowed_dirs(
+    nvim_factory: Callable[..., Nvim], workspace: Path, tmp_path: Path
+) -> None:
+    """One path policy for openDiff and the tools: a folder in diff.allowed_dirs
+    opens its files to the tools as to diffs; another stays refused."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "notes.py").write_text("def helper():\n    return 1\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "other.py").write_text("pass\n")
+    nvim = nvim_factory(cwd=workspace, setup={"diff": {"allowed_dirs": [str(shared)]}})
+    nvim.wait_running()
+    edit(nvim, workspace / "a.py")
+    scripted_server(
+        nvim,
+        tmp_path,
+        [
+            location((shared / "notes.py").as_uri(), 0, 4),
+            location((elsewhere / "other.py").as_uri(), 0, 0),
+        ],
+    )
+    with tools_client(nvim) as conn:
+        not_open = error(conn, "readBuffer", {"filePath": str(shared / "notes.py")})
+        assert "not open in Neovim" in not_open and "outside" not in not_open
+        assert (
+            "not open"
+            in call(conn, "getDiagnostics", {"filePath": str(shared / "notes.py")})["note"]
+        )
+        assert "outside the workspace" in error(
+            conn, "readBuffer", {"filePath": str(elsewhere / "other.py")}
+        )
+        found = call(conn, "findDefinition", {"filePath": "a.py", "line": 1, "character": 1})
+    by_name = {Path(loc["filePath"]).name: loc for loc in found["locations"]}
+    assert by_name["notes.py"]["text"] == "def helper():"
+    assert by_name["notes.py"]["character"] == 5
+    assert "text" not in by_name["other.py"]
+
+
 # -- end to end: the real gemini binary started by :Gemini ----------------------------------
 
 GEMINI = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
@@ -646,24 +1014,26 @@ class _AnsweringEditor:
 
 
 def test_tools_server_gives_the_url_and_headers_an_agent_connects_with(tmp_path: Path) -> None:
+    from gemini_companion.agent.mcp_servers import McpServer
     from gemini_companion.companion import Companion, StartOptions
+    from gemini_companion.tools.neovim import ToolDescription
 
     editor = _AnsweringEditor()
     companion = Companion(editor, env={"TMPDIR": str(tmp_path)})  # type: ignore[arg-type]
     editor.companion = companion
     assert companion.tools_server() is None  # not running
-    companion.start(StartOptions(nvim_pid=1, workspace_dirs=[str(tmp_path)]))
+    listed = ToolDescription("listOpenBuffers", "the open files", {"type": "object"})
+    companion.start(StartOptions(nvim_pid=1, workspace_dirs=[str(tmp_path)], tools=[listed]))
     try:
         server = companion.tools_server()
         assert server is not None
         assert server.name == "nvim"
         assert server.url == f"http://127.0.0.1:{companion.run.server.port}/tools"  # type: ignore[union-attr]
-        acp = server.as_acp()
+        acp = McpServer.http(server.name, server.url, server.headers).as_acp()
         assert acp["type"] == "http" and acp["url"] == server.url
         assert acp["headers"] == [
             {"name": "Authorization", "value": server.headers["Authorization"]}
         ]
-        assert server.as_gemini_settings()["httpUrl"] == server.url
         token = server.headers["Authorization"].removeprefix("Bearer ")
         with mcp_client(companion.run.server.port, token, "/tools") as conn:  # type: ignore[union-attr]
             assert call(conn, "listOpenBuffers") == {"answered": "listOpenBuffers"}
@@ -749,9 +1119,10 @@ class _AcpPeer:
 def test_real_gemini_acp_agent_calls_the_tools_server_the_panel_hands_it(
     editor: Nvim, sandbox: Sandbox, workspace: Path
 ) -> None:
-    """What ``Companion.tools_server().as_acp()`` gives, passed in ACP ``session/new``,
+    """What ``Companion.tools_server()`` gives, in ACP's shape, passed in ACP ``session/new``,
     reaches the real agent: its (fake) model calls ``mcp_nvim_getDiagnostics``, the
     agent asks permission (ACP has no ``trust``), and runs it once allowed."""
+    from gemini_companion.agent.mcp_servers import McpServer
     from gemini_companion.tools.neovim import http_server
 
     home = sandbox.root / "home"
@@ -782,7 +1153,11 @@ def test_real_gemini_acp_agent_calls_the_tools_server_the_panel_hands_it(
     try:
         peer.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
         session = peer.request(
-            "session/new", {"cwd": str(workspace), "mcpServers": [server.as_acp()]}
+            "session/new",
+            {
+                "cwd": str(workspace),
+                "mcpServers": [McpServer.http(server.name, server.url, server.headers).as_acp()],
+            },
         )["sessionId"]
         prompt_id = 99
         peer.send(

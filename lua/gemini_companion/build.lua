@@ -9,22 +9,11 @@
 --- coroutine of their own. Once done, the companion starts in the same session
 --- (its Python side is a job of its own, host.lua: nothing to register).
 ---
---- The host: Neovim has one python3 host for all remote plugins. When the
---- Python Neovim would use for it already has pynvim (the user's
---- g:python3_host_prog, or what the provider finds on PATH), other remote plugins
---- may rely on it, so it is kept ("shared") and the venv is built from that same
---- interpreter, to be appended behind its packages (no venv when that Python
---- already has every pinned package). Otherwise no Python remote plugin can be
---- working, and the venv's own Python runs the plugin's host ("own"). Either way
---- Neovim's python3 provider (g:python3_host_prog) is left as the user set it: the
---- plugin's host is a job of its own, started on the interpreter recorded here.
+--- The Python host's choice and the venv are in build/python_host.lua; this file
+--- runs the steps (a coroutine, each program through M.exec) and the rest of them.
 local python = require("gemini_companion.python")
 
 local M = {}
-
-local min_version = { 3, 10 }
--- The names Neovim's python3 provider tries, in its order.
-local candidates = { "python3", "python3.13", "python3.12", "python3.11", "python3.10", "python" }
 
 ---@class gemini_companion.BuildOptions
 ---@field progress? fun(msg: string) each step's message (default: echoed)
@@ -65,7 +54,9 @@ function M.dependencies(root)
   return deps
 end
 
-local function fail(message)
+--- End the build with `message` (from inside its steps).
+---@param message string
+function M.fail(message)
   error(message, 0)
 end
 
@@ -73,7 +64,7 @@ end
 ---@param cmd string[]
 ---@param opts? { timeout?: integer, env?: table<string, string> }
 ---@return vim.SystemCompleted
-local function exec(cmd, opts)
+function M.exec(cmd, opts)
   local state = assert(current)
   local co = coroutine.running()
   assert(co == state.co, "exec() runs in the build's coroutine")
@@ -98,174 +89,10 @@ local function exec(cmd, opts)
   return coroutine.yield()
 end
 
+--- Say what the build does now (from inside its steps).
 ---@param msg string
-local function progress(msg)
+function M.progress(msg)
   assert(current).progress(msg)
-end
-
----@class gemini_companion.Probe
----@field path string
----@field version string
----@field major integer
----@field minor integer
----@field pynvim boolean
----@field packages table<string, string> installed version by lower-case distribution name
-
-local probe_script = [[
-import sys, importlib.util as u
-print('%d.%d.%d' % sys.version_info[:3])
-print(u.find_spec('pynvim') is not None)
-try:
-    from importlib.metadata import version
-except ImportError:
-    sys.exit(0)
-for name in sys.argv[1:]:
-    try:
-        print(name + '==' + version(name))
-    except Exception:
-        pass
-]]
-
---- Version, pynvim and the pinned packages of an interpreter.
----@param prog string
----@param deps? string[]
----@return gemini_companion.Probe?
-local function probe(prog, deps)
-  local path = vim.fn.exepath(vim.fn.expand(prog))
-  if path == "" then
-    return nil
-  end
-  local cmd = { path, "-c", probe_script }
-  for _, dep in ipairs(deps or {}) do
-    cmd[#cmd + 1] = dep:match("^([%w%-_%.]+)")
-  end
-  local out = exec(cmd, { timeout = 20000 })
-  if out.code ~= 0 then
-    return nil
-  end
-  local lines = vim.split(out.stdout or "", "\n", { trimempty = true })
-  local version = (lines[1] or ""):match("^(%d+%.%d+%.%d+)$")
-  if not version then
-    return nil
-  end
-  local packages = {}
-  for i = 3, #lines do
-    local name, v = lines[i]:match("^(.-)==(.+)$")
-    if name then
-      packages[name:lower()] = v
-    end
-  end
-  local major, minor = version:match("^(%d+)%.(%d+)")
-  return {
-    path = path,
-    version = version,
-    major = tonumber(major) --[[@as integer]],
-    minor = tonumber(minor) --[[@as integer]],
-    pynvim = lines[2] == "True",
-    packages = packages,
-  }
-end
-
-local function new_enough(p)
-  return p.major > min_version[1] or (p.major == min_version[1] and p.minor >= min_version[2])
-end
-
---- Whether every pinned dependency is installed at its pinned version.
----@param p gemini_companion.Probe
----@param deps string[]
-local function has_all(p, deps)
-  for _, dep in ipairs(deps) do
-    local name, version = dep:match("^([%w%-_%.]+)%s*==%s*(.+)$")
-    if not name or p.packages[name:lower()] ~= version then
-      return false
-    end
-  end
-  return true
-end
-
-local fix_python = "install Python 3.10 or newer (Debian/Ubuntu: apt install python3 python3-venv), "
-  .. "put it on PATH or set vim.g.python3_host_prog to it, then rebuild (:GeminiCompanionBuild, or :Lazy build)"
-
---- The host decision (see the top of this file). Runs in the build's coroutine.
----@param deps string[]
----@return { mode: "own"|"shared", reason: string, base: gemini_companion.Probe }
-local function choose(deps)
-  local user = python.user_host_prog()
-  local detected, detected_by
-  if user then
-    detected = probe(user, deps)
-    detected_by = "g:python3_host_prog"
-    if not detected then
-      fail(string.format("g:python3_host_prog (%s) cannot be run: fix or unset it, then rebuild", user))
-    end
-  else
-    -- What Neovim's python3 provider would find without us (the first candidate
-    -- that has pynvim); a rebuild must not see our own venv.
-    detected_by = "Neovim's python3 provider"
-    for _, name in ipairs(candidates) do
-      local p = probe(name, deps)
-      if p and p.pynvim then
-        detected = p
-        break
-      end
-    end
-  end
-  if detected and detected.pynvim then
-    if not new_enough(detected) then
-      if user then
-        fail(
-          string.format(
-            "g:python3_host_prog is Python %s (%s); gemini-companion needs 3.10+: %s",
-            detected.version,
-            detected.path,
-            fix_python
-          )
-        )
-      end
-    else
-      return {
-        mode = "shared",
-        base = detected,
-        reason = string.format(
-          "%s (%s, Python %s) already has pynvim, so other remote plugins may use it: it stays the host "
-            .. "and the plugin's venv, built from the same Python, is added behind its own packages",
-          detected_by,
-          detected.path,
-          detected.version
-        ),
-      }
-    end
-  end
-  local base = detected and new_enough(detected) and detected or nil
-  local tried = {}
-  if not base then
-    for _, name in ipairs(candidates) do
-      local p = probe(name)
-      if p then
-        tried[#tried + 1] = string.format("%s is %s", name, p.version)
-        if new_enough(p) then
-          base = p
-          break
-        end
-      end
-    end
-  end
-  if not base then
-    fail(
-      string.format(
-        "no Python 3.10+ found (%s): %s",
-        #tried > 0 and table.concat(tried, ", ") or "no python3 on PATH",
-        fix_python
-      )
-    )
-  end
-  local why = detected and string.format("%s (%s) has no pynvim", detected_by, detected.path)
-    or "no Python with pynvim was found"
-  return {
-    mode = "own",
-    base = base --[[@as gemini_companion.Probe]],
-    reason = why .. ", so no other Python remote plugin can be working: the plugin's venv runs its host",
-  }
 end
 
 --- Where a failed step's whole output goes.
@@ -278,7 +105,7 @@ end
 --- whole output goes to M.log_path(), which the message names.
 ---@param out vim.SystemCompleted
 ---@return string
-local function tail(out)
+function M.tail(out)
   -- The error is at the end of stderr; what led to it, in stdout, before it.
   local text = vim.trim((out.stdout or "") .. "\n" .. (out.stderr or ""))
   local path = M.log_path()
@@ -290,59 +117,6 @@ local function tail(out)
   end
   local lines = vim.split(text, "\n")
   return table.concat(vim.list_slice(lines, math.max(1, #lines - 8)), "\n") .. "\n(whole output: " .. path .. ")"
-end
-
----@param base gemini_companion.Probe the interpreter to build from
----@param deps string[]
----@return string venv
-local function make_venv(base, deps)
-  local venv = python.venv_dir()
-  local venv_python = python.venv_python(venv)
-  local existing = vim.fn.executable(venv_python) == 1 and probe(venv_python)
-  if existing and existing.version ~= base.version then
-    progress("Python changed (" .. existing.version .. " -> " .. base.version .. "): new venv")
-    vim.fn.delete(venv, "rf")
-    existing = nil
-  end
-  if not existing then
-    progress("creating the venv " .. venv)
-    vim.fn.mkdir(python.data_dir(), "p")
-    local out = exec({ base.path, "-m", "venv", venv })
-    if out.code ~= 0 then
-      vim.fn.delete(venv, "rf")
-      fail(
-        string.format(
-          "could not create a venv with %s: %s\nFix: install the venv module (Debian/Ubuntu: apt install "
-            .. "python3-venv), then rebuild",
-          base.path,
-          vim.trim(out.stderr or "")
-        )
-      )
-    end
-  end
-  local stamp = venv .. "/.gemini-companion-" .. vim.fn.sha256(table.concat(deps, "\n")):sub(1, 16)
-  if vim.fn.filereadable(stamp) == 0 then
-    progress("installing " .. table.concat(deps, " ") .. " (pip; this takes a while the first time)")
-    local cmd = { venv_python, "-m", "pip", "install", "--disable-pip-version-check", "--quiet" }
-    vim.list_extend(cmd, deps)
-    local out = exec(cmd)
-    if out.code ~= 0 then
-      fail(
-        string.format(
-          "pip could not install the dependencies into %s:\n%s\nFix: check the network (or a proxy "
-            .. "in PIP_INDEX_URL), then rebuild",
-          venv,
-          tail(out)
-        )
-      )
-    end
-    for _, old in ipairs(vim.fn.glob(venv .. "/.gemini-companion-*", false, true)) do
-      os.remove(old)
-    end
-    local f = assert(io.open(stamp, "w"))
-    f:close()
-  end
-  return venv
 end
 
 ---@param info gemini_companion.BuildInfo
@@ -360,8 +134,8 @@ end
 ---@param root string
 ---@param host_python string
 local function compile(root, host_python)
-  progress("byte-compiling the Python package")
-  exec(
+  M.progress("byte-compiling the Python package")
+  M.exec(
     { host_python, "-m", "compileall", "-q", root .. "/rplugin/python3/gemini_companion" },
     { timeout = 60000, env = { PYTHONDONTWRITEBYTECODE = "" } }
   )
@@ -370,9 +144,8 @@ end
 --- Link the Gemini CLI extension that gives a CLI started in Neovim the plugin's
 --- tools (extension.lua says why an extension, and why the link is written by the
 --- plugin rather than by `gemini extensions link`, which trusts the folder it runs
---- in). Skipped, with a message, when `tools.enabled` is off or neither the CLI
---- nor a Gemini home is there; a failure does not fail the build (:checkhealth
---- reports it).
+--- in). Skipped, with a message, when `tools.enabled` is off or the CLI is not
+--- installed; a failure does not fail the build (:checkhealth reports it).
 local function link_extension()
   local config = require("gemini_companion.config").get()
   if not config.tools.enabled then
@@ -383,8 +156,8 @@ local function link_extension()
   if extension.linked(env) then
     return
   end
-  if vim.fn.executable(config.terminal.cmd) == 0 and vim.fn.isdirectory(extension.gemini_dir(env)) == 0 then
-    progress(
+  if vim.fn.executable(config.terminal.cmd) == 0 then
+    M.progress(
       "Gemini CLI ("
         .. config.terminal.cmd
         .. ") not found: its extension for Neovim's tools is not linked (rebuild once it is installed)"
@@ -393,9 +166,9 @@ local function link_extension()
   end
   local ok, message = extension.link(env)
   if ok then
-    progress("Gemini CLI extension for Neovim's tools: " .. message)
+    M.progress("Gemini CLI extension for Neovim's tools: " .. message)
   else
-    progress("Gemini CLI extension for Neovim's tools not linked: " .. message)
+    M.progress("Gemini CLI extension for Neovim's tools not linked: " .. message)
   end
 end
 
@@ -405,15 +178,16 @@ local function steps()
     vim.opt.rtp:prepend(root)
   end
   local deps = M.dependencies(root)
-  progress("choosing the Python host")
-  local choice = choose(deps)
+  M.progress("choosing the Python host")
+  local host = require("gemini_companion.build.python_host")
+  local choice = host.choose(deps)
   local venv
   local reason = choice.reason
-  if choice.mode == "shared" and has_all(choice.base, deps) then
+  if choice.mode == "shared" and host.has_all(choice.base, deps) then
     reason = reason:gsub(" and the plugin's venv.*$", "")
       .. ", and it has every pinned package already: no venv is needed"
   else
-    venv = make_venv(choice.base, deps)
+    venv = host.make_venv(choice.base, deps)
   end
   local host_python = choice.mode == "own" and python.venv_python(venv) or choice.base.path
   compile(root, host_python)

@@ -122,4 +122,66 @@ function M.link(env)
   return true, "linked into " .. M.gemini_dir(env) .. "/extensions"
 end
 
+--- The version of the Gemini CLI at `path`, without running it (a `gemini
+--- --version` leaves project-registry files in the user's Gemini home): from the
+--- package.json of the npm package its real path lies in; else from `--version`
+--- run with a throwaway home, removed afterwards.
+---@param path string the executable
+---@return string?
+function M.cli_version(path)
+  local real = vim.uv.fs_realpath(path)
+  local dir = real and vim.fs.dirname(real)
+  for _ = 1, 4 do
+    if not dir then
+      break
+    end
+    local file = io.open(dir .. "/package.json", "r")
+    if file then
+      local ok, meta = pcall(vim.json.decode, file:read("*a"))
+      file:close()
+      if ok and type(meta) == "table" and meta.name == "@google/gemini-cli" and type(meta.version) == "string" then
+        return meta.version
+      end
+    end
+    dir = vim.fs.dirname(dir)
+  end
+  local home = vim.fn.tempname()
+  vim.fn.mkdir(home, "p", tonumber("700", 8))
+  local ok, out = pcall(function()
+    return vim
+      .system({ path, "--version" }, {
+        text = true,
+        cwd = home,
+        env = { HOME = home, GEMINI_CLI_HOME = home },
+      })
+      :wait(15000)
+  end)
+  vim.fn.delete(home, "rf")
+  local version = ok and out.code == 0 and vim.trim(out.stdout or "") or ""
+  return version ~= "" and version or nil
+end
+
+--- :checkhealth: whether a CLI started by :Gemini gets Neovim's tools.
+function M.check_health()
+  local health = vim.health
+  local config = require("gemini_companion.config").get()
+  if not config.tools.enabled then
+    health.info("Neovim's tools for the agent are off (tools.enabled = false)")
+    return
+  end
+  local extension = M
+  if M.linked(config.terminal.env) then
+    health.ok("Neovim's tools reach a CLI started in Neovim: the extension " .. extension.name .. " is linked")
+  else
+    health.warn(
+      "the Gemini CLI extension " .. extension.name .. " is not linked: the CLI does not see Neovim's tools",
+      {
+        "Run :GeminiCompanionBuild with the Gemini CLI installed: it writes the link into " .. extension.entry_dir(
+          config.terminal.env
+        ) .. " (not `gemini extensions link`, which also marks the folder it runs in trusted)",
+      }
+    )
+  end
+end
+
 return M

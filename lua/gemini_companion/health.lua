@@ -203,38 +203,13 @@ local function check_cli()
     })
     return
   end
-  local ok, out = pcall(function()
-    return vim.system({ path, "--version" }, { text = true }):wait(15000)
-  end)
-  local version = ok and out.code == 0 and vim.trim(out.stdout or "") or nil
-  if version and version ~= "" then
+  local version = require("gemini_companion.extension").cli_version(path)
+  if version then
     health.ok(string.format("Gemini CLI %s (%s)", version, path))
   else
     health.warn("the Gemini CLI at " .. path .. " did not tell its version", {
       "Run `" .. path .. " --version` in a shell to see why",
     })
-  end
-end
-
---- Whether a CLI started by :Gemini gets Neovim's tools (extension.lua).
-local function check_tools_extension()
-  local config = require("gemini_companion.config").get()
-  if not config.tools.enabled then
-    health.info("Neovim's tools for the agent are off (tools.enabled = false)")
-    return
-  end
-  local extension = require("gemini_companion.extension")
-  if extension.linked(config.terminal.env) then
-    health.ok("Neovim's tools reach a CLI started in Neovim: the extension " .. extension.name .. " is linked")
-  else
-    health.warn(
-      "the Gemini CLI extension " .. extension.name .. " is not linked: the CLI does not see Neovim's tools",
-      {
-        "Run :GeminiCompanionBuild with the Gemini CLI installed: it writes the link into " .. extension.entry_dir(
-          config.terminal.env
-        ) .. " (not `gemini extensions link`, which also marks the folder it runs in trusted)",
-      }
-    )
   end
 end
 
@@ -391,7 +366,8 @@ function M.check()
   end
   health.start("gemini-companion: Gemini CLI")
   check_cli()
-  check_tools_extension()
+  require("gemini_companion.extension").check_health()
+  require("gemini_companion.ide_mode").check_health()
   check_sessions()
   health.start("gemini-companion: agent panel")
   check_agent()

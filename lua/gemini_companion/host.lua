@@ -1,15 +1,7 @@
 --- The only Lua module that talks to the Python side (rplugin/python3/gemini_companion):
---- every message between the two, in both directions, is named here.
----
---- Lua -> Python, one-way (`rpcnotify`; handlers in `__init__.py`):
----   start(options)                       gemini_companion_start
----   stop()                               gemini_companion_stop
----   workspace(dirs)                      gemini_companion_workspace
----   context(kind, ...)                   gemini_companion_context
----   diff_accept(id, body, eol, ff, opt)  gemini_companion_diff_accept
----   diff_reject(id, opt)                 gemini_companion_diff_reject
----   query_info(request) -> answer later  gemini_companion_host_info
----   tool_result(id, ok, value)           gemini_companion_tool_result
+--- every message between the two, in both directions, is sent or handled here, and
+--- declared in rpc.lua (name, direction, kind; tests/test_rpc_surface.py holds this
+--- file to it). Lua -> Python: one-way `rpcnotify`s, handled in `__init__.py`.
 --- Nothing waits for the Python side: it is a pynvim remote plugin run by pynvim's
 --- own plugin host, in a process of its own that Neovim starts as an RPC job
 --- (`ensure()`). Neovim's python3 provider would start the host synchronously

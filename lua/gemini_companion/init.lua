@@ -118,7 +118,10 @@ function M.start(opts)
     max_body_bytes = config.max_request_bytes,
     context = config.context,
     allowed_dirs = config.diff.allowed_dirs,
-    tools = config.tools,
+    -- Each tool's name, description and schema (lua/gemini_companion/tools/).
+    tools = vim.tbl_extend("force", config.tools, {
+      list = config.tools.enabled and require("gemini_companion.tools").describe() or nil,
+    }),
     quiet = opts and opts.quiet or false,
   })
   require("gemini_companion.context").enable(config.context)

@@ -215,10 +215,14 @@ local function start(extra_args, on_started)
       vim.notify("Gemini companion: cannot start the Gemini CLI: " .. err, vim.log.levels.ERROR)
       return
     end
-    local job = launch(extra_args)
-    if job and on_started then
-      on_started(job)
-    end
+    -- The first CLI of a session may ask to turn IDE mode on (ide_mode.lua).
+    local cfg = require("gemini_companion.config").get().terminal
+    require("gemini_companion.ide_mode").before_start(cfg, extra_args or {}, function(extra)
+      local job = launch(extra)
+      if job and on_started then
+        on_started(job)
+      end
+    end)
   end)
 end
 

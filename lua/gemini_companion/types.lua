@@ -1,12 +1,14 @@
 ---@meta
 -- Public LuaCATS types of gemini-companion.nvim.
 
+-- Option classes: generated from options.lua by scripts/gen-options; edit there.
+
 ---@class (exact) gemini_companion.Options
 ---@field auto_start? boolean Start the server on VimEnter (default true)
 ---@field log_level? "debug"|"info"|"warning"|"error" Log file verbosity (default "info")
----@field log_file? string Log file path (default stdpath("log") .. "/gemini-companion.log")
+---@field log_file? string Log file path (unset: stdpath("log") .. "/gemini-companion.log")
 ---@field keep_alive_seconds? number Interval of SSE keep-alive comments (default 15)
----@field max_request_bytes? integer Largest request body accepted (default 64 MiB)
+---@field max_request_bytes? integer Largest request body accepted, in bytes (default 64 * 1024 * 1024)
 ---@field context? gemini_companion.ContextOptions What the CLI learns about open files, cursor and selection
 ---@field tools? gemini_companion.ToolsOptions Neovim's tools for the agent (diagnostics, buffers, LSP)
 ---@field diff? gemini_companion.DiffOptions The diff review tab
@@ -25,6 +27,136 @@
 ---@field terminal gemini_companion.TerminalConfig
 ---@field agent gemini_companion.AgentConfig
 
+---@class (exact) gemini_companion.ContextOptions
+---@field debounce_ms? number Quiet time before a change is sent to the CLI, in ms (default 50)
+---@field trusted? boolean Sent as isTrusted, overriding the CLI's folder trust (unset: nothing is sent, the CLI decides)
+
+---@class (exact) gemini_companion.ContextConfig
+---@field debounce_ms number
+---@field trusted? boolean
+
+---@class (exact) gemini_companion.ToolsOptions
+---@field enabled? boolean Serve Neovim's tools to the agent on the server's /tools endpoint (default true)
+---@field lsp_timeout_ms? integer How long a tool waits for the language server, in ms (default 3000)
+
+---@class (exact) gemini_companion.ToolsConfig
+---@field enabled boolean
+---@field lsp_timeout_ms integer
+
+---@class (exact) gemini_companion.DiffOptions
+---@field keymaps? gemini_companion.DiffKeymapsOptions Buffer-local keys in the diff tab's own buffers
+---@field allowed_dirs? string[] Folders outside the workspace whose files openDiff may show (default {})
+
+---@class (exact) gemini_companion.DiffConfig
+---@field keymaps gemini_companion.DiffKeymapsConfig
+---@field allowed_dirs string[]
+
+---@class (exact) gemini_companion.DiffKeymapsOptions
+---@field accept? string|false Normal-mode key accepting the proposal (default "<LocalLeader>a")
+---@field reject? string|false Normal-mode key rejecting it (default "<LocalLeader>r")
+
+---@class (exact) gemini_companion.DiffKeymapsConfig
+---@field accept string|false
+---@field reject string|false
+
+---@class (exact) gemini_companion.TerminalOptions
+---@field cmd? string The Gemini CLI executable (default "gemini")
+---@field args? string[] Arguments given to it (default {})
+---@field env? table<string,string> Extra environment variables for it (default {})
+---@field position? "right"|"left"|"bottom"|"float"|"tab" Where :Gemini opens it (default "right")
+---@field size? number Split width or height: a fraction of the screen below 1, else columns or lines (default 0.4)
+---@field float? gemini_companion.FloatOptions The window when position is "float"
+---@field auto_insert? boolean Enter terminal mode when the window opens (default true)
+
+---@class (exact) gemini_companion.TerminalConfig
+---@field cmd string
+---@field args string[]
+---@field env table<string,string>
+---@field position "right"|"left"|"bottom"|"float"|"tab"
+---@field size number
+---@field float gemini_companion.FloatConfig
+---@field auto_insert boolean
+
+---@class (exact) gemini_companion.FloatOptions
+---@field width? number Fraction of the editor's width (default 0.8)
+---@field height? number Fraction of the editor's height (default 0.8)
+---@field border? string|string[] Border, as in nvim_open_win() (default "rounded")
+
+---@class (exact) gemini_companion.FloatConfig
+---@field width number
+---@field height number
+---@field border string|string[]
+
+---@class (exact) gemini_companion.AgentOptions
+---@field protocol? "a2a"|"acp" The agent's protocol (default "acp")
+---@field a2a? gemini_companion.AgentA2AOptions The A2A agent
+---@field acp? gemini_companion.AgentAcpOptions The ACP agent
+---@field panel? gemini_companion.AgentPanelOptions The panel's windows
+---@field keymaps? gemini_companion.AgentKeymapsOptions Buffer-local keys of the panel; false for none
+
+---@class (exact) gemini_companion.AgentConfig
+---@field protocol "a2a"|"acp"
+---@field a2a gemini_companion.AgentA2AConfig
+---@field acp gemini_companion.AgentAcpConfig
+---@field panel gemini_companion.AgentPanelConfig
+---@field keymaps gemini_companion.AgentKeymapsConfig
+
+---@class (exact) gemini_companion.AgentA2AOptions
+---@field url? string Connect to this A2A agent instead of starting one (unset: start cmd)
+---@field cmd? string[] The A2A server to start: command and arguments (default { "gemini-cli-a2a-server" })
+---@field env? table<string,string> Extra environment variables for it (default {})
+
+---@class (exact) gemini_companion.AgentA2AConfig
+---@field url? string
+---@field cmd string[]
+---@field env table<string,string>
+
+---@class (exact) gemini_companion.AgentAcpOptions
+---@field cmd? string[] The ACP agent to start: command and arguments (default { "gemini", "--acp" })
+---@field env? table<string,string> Extra environment variables for it (default {})
+---@field auth_method? string Log in with this of the agent's methods when it asks (e.g. "gemini-api-key", "oauth-personal") (unset: the panel names the agent's login methods)
+---@field startup_timeout? number Seconds to wait for the agent to start (default 60)
+---@field cancel_timeout? number Seconds a cancelled prompt may take to end before the agent is stopped (default 5)
+
+---@class (exact) gemini_companion.AgentAcpConfig
+---@field cmd string[]
+---@field env table<string,string>
+---@field auth_method? string
+---@field startup_timeout number
+---@field cancel_timeout number
+
+---@class (exact) gemini_companion.AgentPanelOptions
+---@field position? "right"|"left" Side of the tab (default "right")
+---@field size? number Width: a fraction of the screen below 1, else columns (default 0.4)
+---@field prompt_height? integer Lines of the prompt window (default 6)
+
+---@class (exact) gemini_companion.AgentPanelConfig
+---@field position "right"|"left"
+---@field size number
+---@field prompt_height integer
+
+---@class (exact) gemini_companion.AgentKeymapsOptions
+---@field send? string|false Normal mode, prompt buffer: send the prompt (default "<CR>")
+---@field send_insert? string|false Insert mode, prompt buffer: send the prompt (default "<C-s>")
+---@field cancel? string|false Normal mode, both buffers: cancel the turn (default "<C-c>")
+---@field accept? string|false Accept the oldest pending confirmation (default "<LocalLeader>a")
+---@field reject? string|false Reject it (default "<LocalLeader>r")
+---@field close? string|false Close the panel (default "q")
+---@field history_prev? string|false Previous prompt (default "<C-p>")
+---@field history_next? string|false Next prompt (default "<C-n>")
+
+---@class (exact) gemini_companion.AgentKeymapsConfig
+---@field send string|false
+---@field send_insert string|false
+---@field cancel string|false
+---@field accept string|false
+---@field reject string|false
+---@field close string|false
+---@field history_prev string|false
+---@field history_next string|false
+
+-- End of the generated option classes.
+
 ---@class gemini_companion.Session
 ---@field id string MCP session id
 ---@field connected_at number Unix time the session's stream opened
@@ -40,68 +172,6 @@
 ---@field env table<string, string> Variables exported to jobs Neovim starts
 ---@field error? string Why the last start failed
 ---@field host_lacks? boolean The host could not start for want of packages: the next start runs a fresh host
-
----@class (exact) gemini_companion.ContextOptions
----@field debounce_ms? number Quiet time before a change is sent to the CLI, in ms (default 50)
----@field trusted? boolean Sent as isTrusted, overriding the CLI's folder trust (default: not sent)
-
----@class (exact) gemini_companion.ContextConfig
----@field debounce_ms number
----@field trusted? boolean
-
----@class (exact) gemini_companion.ToolsOptions
----@field enabled? boolean Serve Neovim's tools to the agent on the server's /tools endpoint (default true)
----@field lsp_timeout_ms? integer How long a tool waits for the language server, in ms (default 3000)
-
----@class (exact) gemini_companion.ToolsConfig
----@field enabled boolean
----@field lsp_timeout_ms integer
-
----@alias gemini_companion.TerminalPosition "right"|"left"|"bottom"|"float"|"tab"
-
----@class (exact) gemini_companion.FloatOptions
----@field width? number Fraction of the editor's width (default 0.8)
----@field height? number Fraction of the editor's height (default 0.8)
----@field border? string|string[] Border, as in nvim_open_win() (default "rounded")
-
----@class (exact) gemini_companion.TerminalOptions
----@field cmd? string The Gemini CLI executable (default "gemini")
----@field args? string[] Arguments given to it (default {})
----@field env? table<string, string> Extra environment variables for it (default {})
----@field position? gemini_companion.TerminalPosition Where :Gemini opens it (default "right")
----@field size? number Split width or height: a fraction of the screen below 1, else columns or lines (default 0.4)
----@field float? gemini_companion.FloatOptions The window when position is "float"
----@field auto_insert? boolean Enter terminal mode when the window opens (default true)
-
----@class (exact) gemini_companion.FloatConfig
----@field width number
----@field height number
----@field border string|string[]
-
----@class (exact) gemini_companion.TerminalConfig
----@field cmd string
----@field args string[]
----@field env table<string, string>
----@field position gemini_companion.TerminalPosition
----@field size number
----@field float gemini_companion.FloatConfig
----@field auto_insert boolean
-
----@class (exact) gemini_companion.DiffKeymaps
----@field accept? string|false Normal-mode key accepting the proposal (default "<LocalLeader>a")
----@field reject? string|false Normal-mode key rejecting it (default "<LocalLeader>r")
-
----@class (exact) gemini_companion.DiffOptions
----@field keymaps? gemini_companion.DiffKeymaps Buffer-local keys in the diff tab's own buffers
----@field allowed_dirs? string[] Folders outside the workspace whose files openDiff may show (default none)
-
----@class (exact) gemini_companion.DiffKeymapsConfig
----@field accept string|false
----@field reject string|false
-
----@class (exact) gemini_companion.DiffConfig
----@field keymaps gemini_companion.DiffKeymapsConfig
----@field allowed_dirs string[]
 
 --- Data of the `User GeminiDiffOpened` event.
 ---@class gemini_companion.DiffOpenedData
@@ -120,47 +190,6 @@
 ---@field file_path string
 ---@field session string
 ---@field result "accepted"|"rejected"|"closed"|"replaced"|"disconnected" closed: by the CLI (closeDiff)
-
----@class (exact) gemini_companion.AgentA2AOptions
----@field url? string Connect to this A2A agent instead of starting one
----@field cmd? string[] The A2A server to start: command and arguments (default { "gemini-cli-a2a-server" })
----@field env? table<string, string> Extra environment variables for it
-
----@class (exact) gemini_companion.AgentAcpOptions
----@field cmd? string[] The ACP agent to start: command and arguments (default { "gemini", "--acp" })
----@field env? table<string, string> Extra environment variables for it
----@field auth_method? string Log in with this of the agent's methods when it asks (e.g. "gemini-api-key", "oauth-personal")
----@field startup_timeout? number Seconds to wait for the agent to start (default 60)
----@field cancel_timeout? number Seconds a cancelled prompt may take to end before the agent is stopped (default 5)
-
----@class (exact) gemini_companion.AgentPanelOptions
----@field position? "right"|"left" Side of the tab (default "right")
----@field size? number Width: a fraction of the screen below 1, else columns (default 0.4)
----@field prompt_height? integer Lines of the prompt window (default 6)
-
----@class (exact) gemini_companion.AgentKeymaps
----@field send? string|false Normal mode, prompt buffer (default "<CR>")
----@field send_insert? string|false Insert mode, prompt buffer (default "<C-s>")
----@field cancel? string|false Normal mode, both buffers (default "<C-c>")
----@field accept? string|false Accept the oldest pending confirmation (default "<LocalLeader>a")
----@field reject? string|false Reject it (default "<LocalLeader>r")
----@field close? string|false Close the panel (default "q")
----@field history_prev? string|false Previous prompt (default "<C-p>")
----@field history_next? string|false Next prompt (default "<C-n>")
-
----@class (exact) gemini_companion.AgentOptions
----@field protocol? "a2a"|"acp" The agent's protocol (default "acp")
----@field a2a? gemini_companion.AgentA2AOptions
----@field acp? gemini_companion.AgentAcpOptions
----@field panel? gemini_companion.AgentPanelOptions
----@field keymaps? gemini_companion.AgentKeymaps
-
----@class gemini_companion.AgentConfig
----@field protocol "a2a"|"acp"
----@field a2a { url?: string, cmd: string[], env: table<string, string> }
----@field acp { cmd: string[], env: table<string, string>, auth_method?: string, startup_timeout: number, cancel_timeout: number }
----@field panel { position: "right"|"left", size: number, prompt_height: integer }
----@field keymaps table<string, string|false>
 
 ---@class gemini_companion.AgentOption
 ---@field id string What goes back to the agent (e.g. "proceed_once")

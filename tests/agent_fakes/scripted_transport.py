@@ -134,10 +134,10 @@ class ScriptedTransport(Transport):
         self._calls[call.id] = call
         self.events.emit(ToolCallUpdate(call))
 
-    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+    async def answer(self, call_id: str, option_id: str | None, new_content: str | None) -> None:
         self._log(call="answer", call_id=call_id, option=option_id, new_content=new_content)
         call = self._calls[call_id].but(confirmation=None)
-        if option_id == "cancel":
+        if option_id in ("cancel", None):
             self._update(call.but(status="cancelled"))
         else:
             self._update(call.but(status="executing", live_output="line 1\n"))

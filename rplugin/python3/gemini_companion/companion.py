@@ -38,9 +38,10 @@ from .server import CompanionServer, ServerOptions
 from .text import received_body
 from .tools import IDE_PATH, TOOLS_PATH
 from .tools.ide import ide_tools
-from .tools.neovim import McpHttpServer, NeovimTools, http_server
+from .tools.neovim import McpHttpServer, NeovimTools, ToolDescription, http_server
 
 if TYPE_CHECKING:
+    from .agent.mcp_servers import McpServer
     from .agent.service import AgentService
     from .sessions import SessionStream
 
@@ -59,6 +60,8 @@ class StartOptions:
     context_trusted: bool | None = None
     allowed_dirs: list[str] = field(default_factory=list)
     tools_enabled: bool = True
+    # Neovim's tools as lua/gemini_companion/tools/ describes them (served on /tools).
+    tools: list[ToolDescription] = field(default_factory=list)
     quiet: bool = False  # a start by the plugin itself: no "already running" message
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -84,6 +87,8 @@ class StartOptions:
         tools = raw.get("tools")
         if isinstance(tools, Mapping) and isinstance(tools.get("enabled"), bool):
             options.tools_enabled = tools["enabled"]
+        if isinstance(tools, Mapping) and isinstance(tools.get("list"), Sequence):
+            options.tools = [ToolDescription.from_lua(t) for t in tools["list"]]
         options.quiet = raw.get("quiet") is True
         options.extra = dict(raw)
         return options
@@ -153,7 +158,9 @@ class ServerRun:
         endpoints = {IDE_PATH: ide_tools(self.diffs)}
         self.tools: NeovimTools | None = None
         if options.tools_enabled:
-            self.tools = NeovimTools(editor, lambda: self._workspace_dirs)
+            self.tools = NeovimTools(
+                editor, lambda: self._workspace_dirs, options.tools, self.path_policy
+            )
             endpoints[TOOLS_PATH] = self.tools.registry()
         try:
             self.server = CompanionServer(
@@ -459,8 +466,8 @@ class Companion:
 
     def tools_server(self) -> McpHttpServer | None:
         """Where an MCP client reaches Neovim's tools while the server runs: the URL
-        and the headers (with the bearer token) to hand an agent (ACP ``session/new``
-        ``mcpServers``: ``.as_acp()``); None when stopped or ``tools.enabled`` is off."""
+        and the headers (with the bearer token) to hand an agent (agent/mcp_servers.py
+        puts it in each protocol's shape); None when stopped or ``tools.enabled`` is off."""
         run = self._run
         if run is None or run.closed.is_set():
             return None
@@ -497,10 +504,12 @@ class Companion:
         if action == "stop":
             self._agent = self._agent_run = None
 
-    def _agent_mcp_servers(self) -> list[Mapping[str, Any]]:
-        """Neovim's tools, as the agent should get them (ACP ``mcpServers``)."""
+    def _agent_mcp_servers(self) -> list[McpServer]:
+        """Neovim's tools, as the agent should get them."""
+        from .agent.mcp_servers import McpServer
+
         server = self.tools_server()
-        return [server.as_acp()] if server is not None else []
+        return [McpServer.http(server.name, server.url, server.headers)] if server else []
 
     def _stop_agent(self) -> None:
         agent, self._agent, self._agent_run = self._agent, None, None

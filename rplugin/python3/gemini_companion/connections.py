@@ -9,13 +9,24 @@ opening or of its previous response, and past ``max_connections`` the oldest
 connection that has never sent a request (else the oldest idle one) is closed to
 make room. A request in progress, such as the CLI's event stream, is never closed.
 
+Nor is one on its way: a connection is closed to make room only once it has been
+quiet for ``idle_grace`` (no byte received since it opened or since its last
+response) and no byte waits unread in its socket. A flood of clients that connect
+and send at once (1000 tool calls) is therefore served past the cap for a moment,
+never reset; the cap is restored as soon as the grace has passed. Only near the
+process's descriptor limit is a quiet connection closed without that grace.
+
 Imported on the server thread only: it imports Uvicorn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
+import resource
+import struct
+import termios
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -30,6 +41,10 @@ log = logging.getLogger(__name__)
 class ConnectionLimits:
     max_connections: int = 100
     header_timeout: float = 10.0
+    # Seconds a connection must have been quiet before it may be closed to make room.
+    idle_grace: float = 5.0
+    # Descriptors kept free below the process's limit: closer, no grace is given.
+    fd_margin: int = 128
 
 
 class ConnectionTable:
@@ -40,37 +55,49 @@ class ConnectionTable:
         self._open: dict[GuardedH11Protocol, None] = {}
         self.evicted = 0
         self.timed_out = 0
+        self._recheck: asyncio.TimerHandle | None = None
 
     def __len__(self) -> int:
         return len(self._open)
 
     def admit(self, conn: GuardedH11Protocol) -> None:
         self._open[conn] = None
-        if len(self._open) <= self.limits.max_connections:
-            return
-        victim = self._victim(conn)
-        self.evicted += 1
-        if self.evicted == 1 or self.evicted % 1000 == 0:
-            log.warning(
-                "%d connections open (the cap is %d): closing idle ones (%d so far)",
-                len(self._open),
-                self.limits.max_connections,
-                self.evicted,
-            )
-        victim.close_idle()
+        self.make_room()
 
-    def _victim(self, newcomer: GuardedH11Protocol) -> GuardedH11Protocol:
-        """The oldest connection that never sent a request, else the oldest idle one
-        between requests, else the newcomer itself."""
-        idle = None
+    def make_room(self) -> None:
+        """Close quiet connections past the cap, oldest first (never a newcomer's
+        request on its way); if some must wait out their grace, look again then."""
+        over = len(self._open) - self.limits.max_connections
+        if over <= 0:
+            return
+        urgent = len(self._open) >= _descriptor_limit() - self.limits.fd_margin
+        grace = 0.0 if urgent else self.limits.idle_grace
+        now = asyncio.get_running_loop().time()
+        fresh: list[GuardedH11Protocol] = []
+        idle: list[GuardedH11Protocol] = []
         for conn in self._open:
-            if conn is newcomer or conn.transport.is_closing():
+            if conn.transport.is_closing() or not conn.quiet(now, grace):
                 continue
-            if conn.cycle is None:
-                return conn
-            if idle is None and conn.cycle.response_complete:
-                idle = conn
-        return idle or newcomer
+            (fresh if conn.cycle is None else idle).append(conn)
+        for victim in (fresh + idle)[:over]:
+            over -= 1
+            self.evicted += 1
+            if self.evicted == 1 or self.evicted % 1000 == 0:
+                log.warning(
+                    "%d connections open (the cap is %d): closing idle ones (%d so far)",
+                    len(self._open),
+                    self.limits.max_connections,
+                    self.evicted,
+                )
+            victim.close_idle()
+        if over > 0 and self._recheck is None:
+            self._recheck = asyncio.get_running_loop().call_later(
+                self.limits.idle_grace, self._look_again
+            )
+
+    def _look_again(self) -> None:
+        self._recheck = None
+        self.make_room()
 
     def discard(self, conn: GuardedH11Protocol) -> None:
         self._open.pop(conn, None)
@@ -83,11 +110,26 @@ class GuardedH11Protocol(H11Protocol):
 
     _deadline: asyncio.TimerHandle | None = None
     _armed_for: Any = None
+    _quiet_since: float = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._quiet_since = self.loop.time()
         self._arm()
         self.table.admit(self)
+
+    def data_received(self, data: bytes) -> None:
+        self._quiet_since = float("inf")  # bytes came: no longer quiet until answered
+        super().data_received(data)
+
+    def quiet(self, now: float, grace: float) -> bool:
+        """Between requests (none begun, or the last one answered), with nothing
+        received for ``grace`` seconds and no byte waiting in the socket."""
+        if self.cycle is not None and not self.cycle.response_complete:
+            return False
+        if now - self._quiet_since < grace:
+            return False
+        return _unread_bytes(self.transport) == 0
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.table.discard(self)
@@ -106,6 +148,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        self._quiet_since = self.loop.time()
         if not self.transport.is_closing():
             self._arm()  # the next request's headers must come in time too
 
@@ -129,6 +172,21 @@ class GuardedH11Protocol(H11Protocol):
     def close_idle(self) -> None:
         if not self.transport.is_closing():
             self.transport.close()
+
+
+def _unread_bytes(transport: asyncio.BaseTransport) -> int:
+    """Bytes received by the system but not yet read from the connection's socket."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0])
+    except OSError:
+        return 0
+
+
+def _descriptor_limit() -> int:
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def protocol_class(table: ConnectionTable) -> type[GuardedH11Protocol]:

@@ -27,6 +27,9 @@ OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always
 
 FINISHED: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 
+REJECT_KINDS: tuple[OptionKind, ...] = ("reject_once", "reject_always")
+"""The option kinds that reject, in the order a rejection picks them."""
+
 
 @dataclass(frozen=True)
 class Option:
@@ -66,21 +69,43 @@ class Confirmation:
     def option(self, wanted: str | None, *, reject: bool = False) -> Option | None:
         """The option ``wanted`` names (an id, or a kind), else the default: the
         first ``allow_once`` (or the first non-reject option) to accept, the first
-        ``reject_once`` (or the last option) to reject."""
+        ``reject_once`` (then ``reject_always``) to reject. Rejecting never picks
+        another kind: without a reject option it is None, and the answer is the
+        protocol's cancellation (:meth:`rejection` says so)."""
         if wanted:
             for opt in self.options:
                 if wanted in (opt.id, opt.kind):
                     return opt
             return None
-        kinds = ("reject_once", "reject_always") if reject else ("allow_once", "allow_always")
+        kinds = REJECT_KINDS if reject else ("allow_once", "allow_always")
         for kind in kinds:
             for opt in self.options:
                 if opt.kind == kind:
                     return opt
         if reject:
-            return self.options[-1] if self.options else None
-        rejects = {"reject_once", "reject_always"}
-        return next((o for o in self.options if o.kind not in rejects), None)
+            return None
+        return next((o for o in self.options if o.kind not in REJECT_KINDS), None)
+
+    def rejection(self, wanted: str | None) -> Option | None:
+        """The option a rejection answers with: the reject option ``wanted`` names,
+        else the first reject option; None (the protocol's ``cancelled``) when the
+        agent offers none. Raises :class:`ValueError` when ``wanted`` is missing or
+        is not a reject option: a rejection never answers "allow"."""
+        if not wanted:
+            return self.option(None, reject=True)
+        option = self.option(wanted)
+        if option is None:
+            raise ValueError(f"no option {wanted!r}: choose one of {self.option_ids()}")
+        if option.kind not in REJECT_KINDS:
+            rejects = [o.id for o in self.options if o.kind in REJECT_KINDS]
+            how = f"one of {', '.join(rejects)}" if rejects else "none (:GeminiReject cancels)"
+            raise ValueError(
+                f"{option.id!r} ({option.name}) is not a way to reject; the reject options: {how}"
+            )
+        return option
+
+    def option_ids(self) -> str:
+        return ", ".join(o.id for o in self.options)
 
 
 @dataclass(frozen=True)

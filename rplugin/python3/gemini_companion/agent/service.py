@@ -21,6 +21,7 @@ from .transport import Transport, TransportContext, TransportError
 if TYPE_CHECKING:
     from ..editor import Editor
     from ..paths import PathPolicy
+    from .mcp_servers import McpServer
     from .review import DiffReview
     from .session import AgentSession
 
@@ -102,7 +103,7 @@ class AgentService:
         runner: Runner,
         env: Mapping[str, str],
         terminal_env: Callable[[], Mapping[str, str]],
-        mcp_servers: Callable[[], list[Mapping[str, Any]]] | None = None,
+        mcp_servers: Callable[[], list[McpServer]] | None = None,
         *,
         path_policy: Callable[[], PathPolicy] | None = None,
     ) -> None:

@@ -438,17 +438,28 @@ class AgentSession:
     ) -> None:
         conf = call.confirmation
         assert conf is not None
-        option = conf.option(wanted, reject=reject)
-        if option is None:
-            ids = ", ".join(o.id for o in conf.options)
-            raise BadRequestError(f"no option {wanted!r} for {conf.title}: choose one of {ids}")
+        if reject:
+            # Never an allow option: with no reject option offered, the answer is
+            # the protocol's cancellation (None).
+            try:
+                option = conf.rejection(wanted)
+            except ValueError as exc:
+                raise BadRequestError(f"{conf.title}: {exc}") from None
+        else:
+            option = conf.option(wanted)
+            if option is None:
+                raise BadRequestError(
+                    f"no option {wanted!r} for {conf.title}: choose one of {conf.option_ids()}"
+                )
         # The answer is recorded before it is sent: a second :GeminiAccept must not
         # answer the same call twice.
         self._tool_call(call.but(confirmation=None))
         self._set_status("working")
-        await self._run_answer(call.id, option.id, new_content)
+        await self._run_answer(call.id, option.id if option else None, new_content)
 
-    async def _run_answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+    async def _run_answer(
+        self, call_id: str, option_id: str | None, new_content: str | None
+    ) -> None:
         self._turn = asyncio.current_task()
         try:
             await self.transport.answer(call_id, option_id, new_content)

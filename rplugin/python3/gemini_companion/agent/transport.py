@@ -19,9 +19,13 @@ Session -> transport (the user's intents; each a coroutine):
     task/session.
 ``answer(call_id, option_id, new_content)``
     The user's answer to the confirmation of tool call ``call_id``: the id of one
-    of its :class:`~.model.Option`. For an edit, ``new_content`` is the text the
-    user accepted (their edits to the proposal included) when it differs from
-    the proposal, else ``None``; the transport must make that text the file's
+    of its :class:`~.model.Option`, or ``None``: the user rejected a request
+    that offers no reject option, and the answer is the protocol's cancellation
+    (ACP's ``cancelled`` outcome), never one of the options. ``call_id`` is
+    unique among the pending confirmations, whatever ids the agent sends. For an
+    edit, ``new_content`` is the text the user accepted (their edits to the
+    proposal included) when it differs from the proposal, else ``None``; the
+    transport must make that text the file's
     content (or refuse loudly). Nothing the agent asked about may run before this.
 ``cancel()``
     Cancel the running prompt; a new prompt must work after it.
@@ -56,7 +60,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from ..editor import Editor
     from ..paths import PathPolicy
+    from .mcp_servers import McpServer
     from .model import AgentEvent, Prompt
+
+
+def plugin_version() -> str:
+    """The plugin's version, as the agent is told it (ACP's ``clientInfo``, the
+    extension in the A2A server's private home)."""
+    from ..server import SERVER_VERSION
+
+    return SERVER_VERSION
 
 
 class TransportError(Exception):
@@ -82,7 +95,8 @@ class TransportContext:
     (Neovim's, plus the variables of the plugin's terminals, so the agent sees
     the IDE companion); ``workspace`` the directory the agent works in;
     ``mcp_servers`` the MCP servers the plugin wants the agent to have (each a
-    mapping in the agent's configuration shape); ``editor`` reaches Neovim
+    :class:`~.mcp_servers.McpServer`, or a mapping in ACP's or Gemini CLI's
+    settings shape: ``McpServer.parse`` reads both); ``editor`` reaches Neovim
     (thread-safe, never blocks); ``paths`` gives the folders where the agent may
     read and write files not loaded in Neovim (None: anywhere).
     """
@@ -91,7 +105,7 @@ class TransportContext:
     env: Mapping[str, str]
     editor: Editor
     options: Mapping[str, Any] = field(default_factory=dict)
-    mcp_servers: Sequence[Mapping[str, Any]] = ()
+    mcp_servers: Sequence[McpServer | Mapping[str, Any]] = ()
     paths: Callable[[], PathPolicy | None] = lambda: None
 
 
@@ -116,7 +130,9 @@ class Transport(abc.ABC):
     async def prompt(self, prompt: Prompt) -> None: ...
 
     @abc.abstractmethod
-    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None: ...
+    async def answer(
+        self, call_id: str, option_id: str | None, new_content: str | None
+    ) -> None: ...
 
     @abc.abstractmethod
     async def cancel(self) -> None: ...

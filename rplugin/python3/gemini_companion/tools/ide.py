@@ -7,12 +7,22 @@ listed. Their behaviour lives in :class:`~gemini_companion.diff.DiffController`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from . import Tool, ToolRegistry
+from . import Tool, ToolRegistry, ToolResult
 
-if TYPE_CHECKING:
-    from ..diff import DiffController
+
+class DiffTools(Protocol):
+    """What answers the two tools: :class:`~gemini_companion.diff.DiffController`,
+    which imports this package; a protocol, so nothing here imports it back."""
+
+    async def open_diff(self, session_id: str | None, arguments: Mapping[str, Any]) -> ToolResult:
+        """openDiff."""
+
+    async def close_diff(self, session_id: str | None, arguments: Mapping[str, Any]) -> ToolResult:
+        """closeDiff."""
+
 
 OPEN_DIFF_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -32,7 +42,7 @@ CLOSE_DIFF_SCHEMA: dict[str, Any] = {
 }
 
 
-def ide_tools(diffs: DiffController) -> ToolRegistry:
+def ide_tools(diffs: DiffTools) -> ToolRegistry:
     return ToolRegistry.of(
         "ide",
         [

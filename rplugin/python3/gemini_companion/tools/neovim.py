@@ -5,11 +5,19 @@ and what the attached language server knows (definitions, references, symbols).
 The A2A development-tool extension (section 4) routes "client-side tool
 execution (ex. read active buffers)" through MCP; this is that server.
 
-Here: each tool's name, description, JSON schema and the checks of its arguments,
-so a bad call gets a clear error without reaching Neovim. The answer is computed
-in Neovim (``lua/gemini_companion/tools.lua``): a one-way ``run_tool`` message out,
-a ``tool_result`` message back, matched by a call id; nothing blocks Neovim's main
-loop and a call Neovim does not answer in time ends with an error.
+Each tool lives in one Lua file (``lua/gemini_companion/tools/<tool>.lua``): its
+name, description and JSON schema beside the function that answers. Lua sends
+the list with the start options; here it is served as it is, each call's
+arguments are checked against its tool's schema (so a bad call gets a clear error
+without reaching Neovim), a ``filePath`` is made absolute and judged by the path
+policy (paths.py, the one ``openDiff`` uses), and the call goes to Neovim as a
+one-way ``run_tool`` message, answered by a ``tool_result`` message matched by a
+call id. Nothing blocks Neovim's main loop.
+
+Calls are queued: at most ``max_running`` are in Neovim at once (each is a short
+step of its main loop, so keys typed meanwhile wait for a few steps at most, not
+for a flood), at most ``max_waiting`` more wait their turn, and past that a call
+is refused with an error; a call Neovim does not answer in time ends with one.
 
 Every tool is read-only: none changes the editor.
 """
@@ -23,7 +31,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import Tool, ToolError, ToolRegistry, ToolResult
 
@@ -36,79 +44,49 @@ SERVER_NAME = "nvim"
 """The name the CLI knows the server by: its tools reach the model as
 ``mcp_nvim_<tool>`` (client-behaviour.md, "MCP servers the CLI is given")."""
 
-MAX_LINE = 10_000_000
-DEFAULT_DIAGNOSTICS_LIMIT = 100
-MAX_DIAGNOSTICS_LIMIT = 1000
+PATH_ARGUMENT = "filePath"
+"""The argument that names a file, in every tool that takes one."""
 
-_PATH = {
-    "type": "string",
-    "description": "Path of the file: absolute, or relative to the workspace root",
-}
-_LINE = {"type": "integer", "minimum": 1, "description": "1-based line number"}
-_CHARACTER = {
-    "type": "integer",
-    "minimum": 1,
-    "description": "1-based character (code point) in the line",
-}
+SCOPE_ARGUMENT = "_scope"
+"""Added to the arguments sent to Neovim (never taken from the agent: no schema has
+it): the path policy's verdict on ``filePath`` and its roots."""
+
+MAX_RUNNING = 4
+MAX_WAITING = 256
 
 
-def _schema(properties: Mapping[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": dict(properties),
-        "additionalProperties": False,
-    }
-    if required:
-        schema["required"] = list(required)
-    return schema
+@dataclass(frozen=True)
+class ToolDescription:
+    """One tool as Lua describes it (``require("gemini_companion.tools").describe()``)."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+    @classmethod
+    def from_lua(cls, raw: Any) -> ToolDescription:
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"a tool description must be a table, got {raw!r}")
+        name, description = raw.get("name"), raw.get("description")
+        schema = raw.get("input_schema")
+        if not isinstance(name, str) or not isinstance(description, str):
+            raise ValueError(f"a tool description needs a name and a description: {raw!r}")
+        if not isinstance(schema, Mapping) or schema.get("type") != "object":
+            raise ValueError(f"tool {name}: input_schema must be an object schema")
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping):  # Lua's empty table arrives as a list
+            schema = {**schema, "properties": {}}
+        return cls(name, description, schema)
 
 
-GET_DIAGNOSTICS_SCHEMA = _schema(
-    {
-        "filePath": {
-            **_PATH,
-            "description": "Only this file (absolute, or relative to the workspace root);"
-            " omit for every open file",
-        },
-        "severity": {
-            "type": "string",
-            "enum": ["error", "warning", "info", "hint"],
-            "description": "The least severe level to include (default: hint, i.e. all)",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_DIAGNOSTICS_LIMIT,
-            "description": f"At most this many, most severe first (default"
-            f" {DEFAULT_DIAGNOSTICS_LIMIT})",
-        },
-    }
-)
-READ_BUFFER_SCHEMA = _schema(
-    {
-        "filePath": _PATH,
-        "startLine": {**_LINE, "description": "First line to read (1-based, default 1)"},
-        "endLine": {**_LINE, "description": "Last line to read, inclusive (default: the end)"},
-    },
-    ["filePath"],
-)
-POSITION_SCHEMA = _schema(
-    {"filePath": _PATH, "line": _LINE, "character": _CHARACTER}, ["filePath", "line", "character"]
-)
-REFERENCES_SCHEMA = _schema(
-    {
-        "filePath": _PATH,
-        "line": _LINE,
-        "character": _CHARACTER,
-        "includeDeclaration": {
-            "type": "boolean",
-            "description": "Include the declaration itself (default false)",
-        },
-    },
-    ["filePath", "line", "character"],
-)
-FILE_SCHEMA = _schema({"filePath": _PATH}, ["filePath"])
-NO_ARGUMENTS_SCHEMA = _schema({})
+class PathPolicy(Protocol):
+    """The path policy the tools follow (``openDiff``'s: the workspace folders and
+    ``diff.allowed_dirs``; a file open in Neovim is allowed by the Lua side)."""
+
+    @property
+    def roots(self) -> tuple[str, ...]: ...
+
+    def allows(self, path: str) -> bool: ...
 
 
 class NeovimTools:
@@ -122,70 +100,32 @@ class NeovimTools:
         self,
         editor: Editor,
         workspace_dirs: Callable[[], Sequence[str]],
+        descriptions: Sequence[ToolDescription],
+        path_policy: Callable[[], PathPolicy] | None = None,
         *,
         timeout: float = 10.0,
+        max_running: int = MAX_RUNNING,
+        max_waiting: int = MAX_WAITING,
     ) -> None:
         self._editor = editor
         self._workspace_dirs = workspace_dirs
+        self._descriptions = list(descriptions)
+        self._path_policy = path_policy
         self._timeout = timeout
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[tuple[bool, Any]]] = {}
+        self._max_running = max_running
+        self._max_waiting = max_waiting
+        self._slots: asyncio.Semaphore | None = None  # made on the server loop
+        self._waiting = 0
+        self.refused = 0  # calls refused because too many were waiting (benches)
 
     def registry(self) -> ToolRegistry:
         return ToolRegistry.of(
             SERVER_NAME,
             [
-                Tool(
-                    "getDiagnostics",
-                    "The diagnostics (errors, warnings, hints) Neovim has for the open files,"
-                    " from language servers and linters, most severe first: file, range,"
-                    " severity, message, source. Cheaper and fresher than running a compiler.",
-                    GET_DIAGNOSTICS_SCHEMA,
-                    self._get_diagnostics,
-                ),
-                Tool(
-                    "readBuffer",
-                    "The text of a file open in Neovim as the user sees it, unsaved changes"
-                    " included (the file on disk may be older), with an optional line range"
-                    f" (at most {2000} lines at once).",
-                    READ_BUFFER_SCHEMA,
-                    self._read_buffer,
-                ),
-                Tool(
-                    "listOpenBuffers",
-                    "The files open in Neovim, most recently used first: path, whether it has"
-                    " unsaved changes, filetype, line count and attached language servers.",
-                    NO_ARGUMENTS_SCHEMA,
-                    self._simple("listOpenBuffers"),
-                ),
-                Tool(
-                    "getSelection",
-                    "The text the user has selected in Neovim (or selected last), with its"
-                    " file and range.",
-                    NO_ARGUMENTS_SCHEMA,
-                    self._simple("getSelection"),
-                ),
-                Tool(
-                    "findDefinition",
-                    "Where the symbol at a position is defined, asked of the language server"
-                    " attached in Neovim. The file must be open in Neovim.",
-                    POSITION_SCHEMA,
-                    self._position("findDefinition"),
-                ),
-                Tool(
-                    "findReferences",
-                    "Every place the symbol at a position is used, asked of the language"
-                    " server attached in Neovim. The file must be open in Neovim.",
-                    REFERENCES_SCHEMA,
-                    self._position("findReferences"),
-                ),
-                Tool(
-                    "documentSymbols",
-                    "The outline of a file (classes, functions, variables with their lines),"
-                    " from the language server attached in Neovim. The file must be open.",
-                    FILE_SCHEMA,
-                    self._document_symbols,
-                ),
+                Tool(d.name, d.description, d.input_schema, self._handler(d))
+                for d in self._descriptions
             ],
         )
 
@@ -203,7 +143,49 @@ class NeovimTools:
                 future.set_result((False, "the companion server is stopping"))
         self._pending.clear()
 
+    # -- a call --------------------------------------------------------------------------
+
+    def _handler(self, tool: ToolDescription) -> Any:
+        async def handler(session_id: str | None, arguments: Mapping[str, Any]) -> ToolResult:
+            args = check_arguments(tool.input_schema, arguments)
+            scope: dict[str, Any] = {"roots": []}
+            if self._path_policy is not None:
+                policy = self._path_policy()
+                scope["roots"] = list(policy.roots)
+            if PATH_ARGUMENT in args:
+                path = self._path(args[PATH_ARGUMENT])
+                args[PATH_ARGUMENT] = path
+                scope["allowed"] = policy.allows(path) if self._path_policy is not None else False
+            args[SCOPE_ARGUMENT] = scope
+            return await self._run(tool.name, args)
+
+        return handler
+
     async def _run(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._max_running)
+        slots = self._slots
+        if slots.locked() and self._waiting >= self._max_waiting:
+            self.refused += 1
+            raise ToolError(
+                f"Neovim is busy: {self._max_running} tool calls are running and"
+                f" {self._waiting} waiting; try again in a moment"
+            )
+        self._waiting += 1
+        try:
+            await asyncio.wait_for(slots.acquire(), self._timeout)
+        except asyncio.TimeoutError:
+            raise ToolError(
+                f"Neovim was busy with other tool calls for {self._timeout:g} s; try again"
+            ) from None
+        finally:
+            self._waiting -= 1
+        try:
+            return await self._send(name, arguments)
+        finally:
+            slots.release()
+
+    async def _send(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         call_id = next(self._ids)
         future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
         self._pending[call_id] = future
@@ -220,18 +202,7 @@ class NeovimTools:
             raise ToolError(str(value))
         return ToolResult((_to_json(value),))
 
-    # -- argument checks ----------------------------------------------------------------
-
-    def _path(self, arguments: Mapping[str, Any], required: bool = True) -> str | None:
-        value = arguments.get("filePath")
-        if value is None and not required:
-            return None
-        if value is None:
-            raise ToolError("the argument 'filePath' is missing")
-        if not isinstance(value, str) or not value:
-            raise ToolError("filePath must be a non-empty string")
-        if "\0" in value:
-            raise ToolError("filePath contains a NUL character")
+    def _path(self, value: str) -> str:
         if not os.path.isabs(value):
             dirs = self._workspace_dirs()
             if not dirs:
@@ -239,95 +210,54 @@ class NeovimTools:
             value = os.path.join(dirs[0], value)
         return os.path.normpath(value)
 
-    def _simple(self, name: str) -> Any:
-        async def handler(session_id: str | None, arguments: Mapping[str, Any]) -> ToolResult:
-            _no_unknown(arguments, ())
-            return await self._run(name, {})
 
-        return handler
-
-    async def _get_diagnostics(
-        self, session_id: str | None, arguments: Mapping[str, Any]
-    ) -> ToolResult:
-        _no_unknown(arguments, ("filePath", "severity", "limit"))
-        args: dict[str, Any] = {
-            "limit": _integer(arguments, "limit", 1, MAX_DIAGNOSTICS_LIMIT)
-            or DEFAULT_DIAGNOSTICS_LIMIT
-        }
-        path = self._path(arguments, required=False)
-        if path is not None:
-            args["filePath"] = path
-        severity = arguments.get("severity")
-        if severity is not None:
-            if severity not in ("error", "warning", "info", "hint"):
-                raise ToolError(
-                    f"severity must be one of error, warning, info, hint; got {severity!r}"
-                )
-            args["severity"] = severity
-        return await self._run("getDiagnostics", args)
-
-    async def _read_buffer(
-        self, session_id: str | None, arguments: Mapping[str, Any]
-    ) -> ToolResult:
-        _no_unknown(arguments, ("filePath", "startLine", "endLine"))
-        args: dict[str, Any] = {"filePath": self._path(arguments)}
-        start = _integer(arguments, "startLine", 1, MAX_LINE)
-        end = _integer(arguments, "endLine", 1, MAX_LINE)
-        if start is not None and end is not None and end < start:
-            raise ToolError(f"endLine ({end}) is before startLine ({start})")
-        if start is not None:
-            args["startLine"] = start
-        if end is not None:
-            args["endLine"] = end
-        return await self._run("readBuffer", args)
-
-    def _position(self, name: str) -> Any:
-        async def handler(session_id: str | None, arguments: Mapping[str, Any]) -> ToolResult:
-            allowed: tuple[str, ...] = ("filePath", "line", "character")
-            if name == "findReferences":
-                allowed = (*allowed, "includeDeclaration")
-            _no_unknown(arguments, allowed)
-            args: dict[str, Any] = {"filePath": self._path(arguments)}
-            for key in ("line", "character"):
-                if key not in arguments:
-                    raise ToolError(f"the argument '{key}' is missing")
-                args[key] = _integer(arguments, key, 1, MAX_LINE)
-            include = arguments.get("includeDeclaration")
-            if include is not None:
-                if not isinstance(include, bool):
-                    raise ToolError("includeDeclaration must be a boolean")
-                args["includeDeclaration"] = include
-            return await self._run(name, args)
-
-        return handler
-
-    async def _document_symbols(
-        self, session_id: str | None, arguments: Mapping[str, Any]
-    ) -> ToolResult:
-        _no_unknown(arguments, ("filePath",))
-        return await self._run("documentSymbols", {"filePath": self._path(arguments)})
+# -- the arguments, checked against the tool's schema ----------------------------------
 
 
-def _no_unknown(arguments: Mapping[str, Any], allowed: Sequence[str]) -> None:
+def check_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments a tool gets, checked against its schema (the subset the tools
+    use: string, integer and boolean properties, ``enum``, ``minimum``/``maximum``,
+    ``required``, no others); :class:`ToolError` says what is wrong."""
+    properties: Mapping[str, Any] = schema.get("properties") or {}
     # The CLI adds ``wait_for_previous`` to every tool it declares to the model
     # (client-behaviour.md); it is the CLI's own and is ignored here.
-    unknown = [k for k in arguments if k not in allowed and k != "wait_for_previous"]
+    unknown = [k for k in arguments if k not in properties and k != "wait_for_previous"]
     if unknown:
-        expected = ", ".join(allowed) if allowed else "none"
+        expected = ", ".join(properties) if properties else "none"
         raise ToolError(f"unknown argument(s) {', '.join(unknown)}; expected: {expected}")
+    for name in schema.get("required") or ():
+        if arguments.get(name) is None:
+            raise ToolError(f"the argument '{name}' is missing")
+    checked: dict[str, Any] = {}
+    for name, spec in properties.items():
+        value = arguments.get(name)
+        if value is not None:
+            checked[name] = _check_value(name, spec, value)
+    return checked
 
 
-def _integer(arguments: Mapping[str, Any], name: str, low: int, high: int) -> int | None:
-    value = arguments.get(name)
-    if value is None:
-        return None
-    # JSON numbers may arrive as 3.0; a bool is not a number here.
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ToolError(f"{name} must be an integer, got {value!r}")
-    if not low <= value <= high:
-        raise ToolError(f"{name} must be between {low} and {high}, got {value}")
+def _check_value(name: str, spec: Mapping[str, Any], value: Any) -> Any:
+    kind = spec.get("type")
+    if kind == "integer":
+        # JSON numbers may arrive as 3.0; a bool is not a number here.
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ToolError(f"{name} must be an integer, got {value!r}")
+        low, high = spec.get("minimum"), spec.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ToolError(f"{name} must be between {low} and {high}, got {value}")
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            raise ToolError(f"{name} must be a boolean")
+    elif kind == "string":
+        if not isinstance(value, str) or (name == PATH_ARGUMENT and not value):
+            raise ToolError(f"{name} must be a non-empty string")
+        if "\0" in value:
+            raise ToolError(f"{name} contains a NUL character")
+    enum = spec.get("enum")
+    if enum is not None and value not in enum:
+        raise ToolError(f"{name} must be one of {', '.join(map(str, enum))}; got {value!r}")
     return value
 
 
@@ -345,25 +275,11 @@ def _to_json(value: Any) -> str:
 @dataclass(frozen=True)
 class McpHttpServer:
     """How an MCP client reaches the ``/tools`` endpoint: what the agent panel hands
-    the agent (ACP ``session/new`` ``mcpServers``, A2A agent settings)."""
+    the agent (agent/mcp_servers.py puts it in ACP's or the settings' shape)."""
 
     name: str
     url: str
     headers: Mapping[str, str]
-
-    def as_acp(self) -> dict[str, Any]:
-        """An ACP ``HttpMcpServer`` (``session/new`` ``mcpServers`` entry)."""
-        return {
-            "type": "http",
-            "name": self.name,
-            "url": self.url,
-            "headers": [{"name": k, "value": v} for k, v in self.headers.items()],
-        }
-
-    def as_gemini_settings(self) -> dict[str, Any]:
-        """A Gemini CLI ``mcpServers`` entry (settings.json, extensions): read-only
-        tools, so ``trust`` spares the user a confirmation for each call."""
-        return {"httpUrl": self.url, "headers": dict(self.headers), "trust": True}
 
 
 def http_server(port: int, token: str) -> McpHttpServer:

@@ -5,12 +5,13 @@ Everything only A2A uses lives here (the core, one level up, knows nothing of it
 
 - ``transport.py``: :class:`~.transport.A2ATransport`, the panel's client of the
   agent (start, prompt, answers, cancel, slash commands).
+- ``server.py``: the A2A server the plugin starts (command, environment,
+  private home, process through ``agent/child.py``).
 - ``devtool.py``: the development-tool extension's two encodings (0.25.2's
   ``coder-agent`` and the RFC's).
 - ``gemini_home.py``: the started server's private Gemini home, which adds
   Neovim's tools to the user's settings.
-- ``loopback.cjs``: a Node preload that keeps the started server on 127.0.0.1,
-  answering the plugin alone (a secret), and removes its private home as it ends.
+- ``loopback.cjs``: a Node preload that keeps the started server on 127.0.0.1.
 
 Nothing is imported here: the service loads ``transport.py`` by name.
 """

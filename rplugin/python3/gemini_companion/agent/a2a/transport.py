@@ -1,10 +1,8 @@
 """The A2A transport: the Gemini CLI agent over A2A with the ``development-tool``
 extension, through the official ``a2a-sdk``.
 
-Either connects to ``agent.a2a.url`` or starts ``agent.a2a.cmd`` (default the npm
-package ``@google/gemini-cli-a2a-server``) in the workspace, bound to 127.0.0.1
-(``loopback.cjs``: 0.25.2 listens on every interface otherwise), on the port it
-picks, its output in the plugin's log. What client-behaviour.md says about the
+Either connects to ``agent.a2a.url`` or starts ``agent.a2a.cmd`` (server.py: in
+the workspace, on loopback, its output in the plugin's log). What client-behaviour.md says about the
 real server shapes this module:
 
 - one HTTP connection kept open for the task's life (the server aborts a task
@@ -30,16 +28,9 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 import re
-import secrets
-import shutil
-import signal
-import sys
 import uuid
-from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..model import (
@@ -54,90 +45,18 @@ from ..model import (
     ToolOutput,
     TurnEnd,
 )
-from ..transport import EventSink, Transport, TransportError
-from . import devtool, gemini_home
-from .gemini_home import PrivateHome
+from ..transport import EventSink, Transport, TransportError, plugin_version
+from . import devtool
+from .server import LocalServer
 
 if TYPE_CHECKING:
     import httpx
     from a2a.client import Client
 
 log = logging.getLogger(__name__)
-server_log = logging.getLogger("gemini_companion.agent.a2a.server")
-
-LOOPBACK_PRELOAD = Path(__file__).with_name("loopback.cjs")
-PRELOAD_VARS = "GEMINI_COMPANION_A2A_"  # TOKEN, HOME, NODE_OPTIONS: read by loopback.cjs
-READY = re.compile(r"Agent Server started on https?://[^:/\s]+:(\d+)")
-START_TIMEOUT = 120.0
-CREDENTIALS = ("GEMINI_API_KEY", "USE_CCPA")
 TERMINAL_STATES = {"completed", "failed", "canceled", "rejected"}
 TURN_END_STATES = TERMINAL_STATES | {"input-required", "auth-required"}
 RESUME_ATTEMPTS = 3
-INSTALL_HINT = (
-    "install it (npm install -g @google/gemini-cli-a2a-server), or set agent.a2a.cmd to"
-    " its command, or agent.a2a.url to a running A2A agent"
-)
-
-
-def _die_with_parent() -> Any:
-    """A ``preexec_fn`` that asks Linux to end the server when the thread that
-    started it (the server loop's) ends, even if Neovim is killed; None elsewhere.
-    Looked up before the fork: the child only makes one system call."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-
-    def preexec() -> None:
-        prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-    return preexec
-
-
-def _node_option_quote(value: str) -> str:
-    """``value`` as one word of ``NODE_OPTIONS`` (double quotes, backslash escapes)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def same_origin(url: str, other: str) -> bool:
-    """``url`` and ``other`` have one scheme, host and port (RFC 6454)."""
-    from urllib.parse import urlsplit
-
-    def origin(u: str) -> tuple[str, str, int | None] | None:
-        try:
-            parts = urlsplit(u)
-            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
-        except ValueError:
-            return None
-        if not parts.scheme or not parts.hostname:
-            return None
-        return parts.scheme.lower(), parts.hostname.lower(), port
-
-    mine = origin(url)
-    return mine is not None and mine == origin(other)
-
-
-def resolve_command(cmd: list[str], env: Mapping[str, str], cwd: str) -> list[str]:
-    """``cmd`` with its program found on ``PATH``.
-
-    The npm package's bin is a symlink to ``a2a-server.mjs``, which starts only when
-    run under its own file name (0.25.2 compares ``argv[1]`` with it): the symlink
-    is resolved so the server starts whichever way it was installed.
-    """
-    program = shutil.which(cmd[0], path=env.get("PATH")) or (
-        cmd[0] if os.path.isfile(os.path.join(cwd, cmd[0])) else None
-    )
-    if program is None:
-        raise TransportError(f"the A2A server command {cmd[0]!r} was not found: {INSTALL_HINT}")
-    real = os.path.realpath(program)
-    if real.endswith((".mjs", ".js", ".cjs")):
-        program = real
-    return [program, *cmd[1:]]
 
 
 class A2ATransport(Transport):
@@ -146,9 +65,7 @@ class A2ATransport(Transport):
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self._events: EventSink | None = None
-        self._process: asyncio.subprocess.Process | None = None
-        self._home: PrivateHome | None = None
-        self._readers: list[asyncio.Task[None]] = []
+        self._server: LocalServer | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._http: httpx.AsyncClient | None = None
         self._client: Client | None = None
@@ -160,7 +77,6 @@ class A2ATransport(Transport):
         self.state = ""
         self._connected = False
         self._stopping = False
-        self._output_tail: deque[str] = deque(maxlen=20)
         self._modified: dict[str, tuple[str, str]] = {}  # call id -> (path, user's text)
         self._notes: list[str] = []  # for the agent, with the next prompt
         self._calls: dict[str, Any] = {}
@@ -168,9 +84,6 @@ class A2ATransport(Transport):
         self._conversation: tuple[str, str, str] | None = None  # while a command's task runs
         self.server_version = ""
         self.extension_uri = ""
-        # Sent with every request to agent.a2a.url (a started server gets its secret).
-        self.headers: dict[str, str] = {}
-        self.secret = ""  # the started server's
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -194,20 +107,15 @@ class A2ATransport(Transport):
         url = self._options().get("url")
         self._calls.clear()
         self._modified.clear()
-        headers = dict(self.headers)
         if url:
             self._base_url = str(url).rstrip("/")
         else:
             # A new server knows no task: the conversation starts again.
             self.task_id = self.context_id = self.state = ""
-            # The started server answers only requests with this secret (loopback.cjs).
-            self.secret = secrets.token_urlsafe(32)
-            self._base_url = await self._start_server(self.secret)
-            headers["Authorization"] = f"Bearer {self.secret}"
+            self._base_url = await self._start_server()
         # One connection for the task's life: no keep-alive expiry; no read
         # timeout (streams are quiet while the model thinks or a tool runs).
         self._http = httpx.AsyncClient(
-            headers=headers,
             timeout=httpx.Timeout(30.0, read=None),
             limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=None),
         )
@@ -234,9 +142,16 @@ class A2ATransport(Transport):
             self.dialect = devtool.check_extension(uris)
         except devtool.IncompatibleAgentError as exc:
             raise TransportError(f"incompatible agent: {exc}") from exc
-        self.extension_uri = next((u for u in uris if devtool.is_extension(u)), "")
+        self.extension_uri = next(
+            (u for u in uris if any(m in u for m in devtool.EXTENSION_MARKERS)), ""
+        )
         self.server_version = card.version
-        self._pin_interfaces(card)
+        # The card names the server as "localhost"; stay on the address we know.
+        for interface in card.supported_interfaces:
+            if interface.url.startswith(("http://localhost", "http://127.0.0.1")) or not (
+                self._options().get("url")
+            ):
+                interface.url = self._base_url + "/"
         self._rpc_url = (
             card.supported_interfaces[0].url if card.supported_interfaces else self._base_url
         )
@@ -255,33 +170,13 @@ class A2ATransport(Transport):
                         if self.extension_uri
                         else None
                     ),
-                    "pid": self._process.pid if self._process else None,
+                    "pid": self._server.pid if self._server else None,
                 }
             )
         )
         await self._load_commands()
         if self.task_id:
             await self._restore_task()
-
-    def _pin_interfaces(self, card: Any) -> None:
-        """Prompts go where the plugin connected, whatever the card says: to the
-        server it started (whose card names it "localhost"), or to ``agent.a2a.url``.
-        A card's own URL is used only on the configured URL's origin (another path of
-        the same server); one naming another address is replaced, and the user told."""
-        configured = bool(self._options().get("url"))
-        for interface in card.supported_interfaces:
-            if configured and same_origin(interface.url, self._base_url):
-                continue
-            if configured and interface.url.rstrip("/") != self._base_url:
-                log.warning("the agent card names %s; using %s", interface.url, self._base_url)
-                self.events.emit(
-                    Notice(
-                        f"The agent card at {self._base_url} names another address"
-                        f" ({interface.url}); prompts go to agent.a2a.url, {self._base_url}.",
-                        "warning",
-                    )
-                )
-            interface.url = self._base_url + "/"
 
     async def _restore_task(self) -> None:
         """Reconnected to an agent that may still hold the task: ``tasks/get`` tells
@@ -305,152 +200,38 @@ class A2ATransport(Transport):
             return
         self.events.emit(Notice(f"Reconnected: task {self.task_id} is {update.state}.", "info"))
 
-    async def _start_server(self, secret: str) -> str:
+    async def _start_server(self) -> str:
+        await self._kill()
         env = {**self.context.env, **dict(self._options().get("env") or {})}
-        if not any(env.get(name) for name in CREDENTIALS):
-            raise TransportError(
-                "the A2A server needs credentials: set GEMINI_API_KEY (a Gemini API key),"
-                " or USE_CCPA=true with a Google login and GOOGLE_CLOUD_PROJECT, in the"
-                " environment Neovim starts with (or in agent.a2a.env)"
-            )
         cmd = [str(c) for c in (self._options().get("cmd") or ["gemini-cli-a2a-server"])]
-        workspace = self.context.workspace
-        argv = resolve_command(cmd, env, workspace)
-        env.pop("CODER_AGENT_PORT", None)  # unset: the server picks a free port
-        # The preload (loopback.cjs) takes its variables out of the environment and
-        # gives the server's children the user's NODE_OPTIONS back.
-        for name in list(env):
-            if name.startswith(PRELOAD_VARS):
-                del env[name]
-        node_options = env.get("NODE_OPTIONS", "")
-        if node_options:
-            env[PRELOAD_VARS + "NODE_OPTIONS"] = node_options
-        preload = f"--require {_node_option_quote(str(LOOPBACK_PRELOAD))}"
-        env["NODE_OPTIONS"] = f"{node_options} {preload}".strip()
-        env[PRELOAD_VARS + "TOKEN"] = secret
-        env.setdefault("CODER_AGENT_WORKSPACE_PATH", workspace)
-        # Its checkpoints are commits in a shadow repository: they need an identity.
-        env.setdefault("GIT_AUTHOR_NAME", "Gemini agent")
-        env.setdefault("GIT_AUTHOR_EMAIL", "gemini-agent@localhost")
-        env.setdefault("GIT_COMMITTER_NAME", env["GIT_AUTHOR_NAME"])
-        env.setdefault("GIT_COMMITTER_EMAIL", env["GIT_AUTHOR_EMAIL"])
-        self._remove_home()
-        # Homes of servers killed with their host before anyone could remove them.
-        await asyncio.to_thread(gemini_home.remove_stale)
-        try:
-            # Neovim's tools, through a Gemini home of the server's own (gemini_home.py).
-            self._home = await asyncio.to_thread(
-                PrivateHome.create, env, self.context.mcp_servers, _plugin_version()
-            )
-        except OSError as exc:
-            raise TransportError(f"could not make the A2A server's private home: {exc}") from exc
-        env["GEMINI_CLI_HOME"] = self._home.path
-        env[PRELOAD_VARS + "HOME"] = self._home.path  # removed by the server as it ends
-        log.info("starting the A2A server: %s in %s", argv, workspace)
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=workspace,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=_die_with_parent(),
-            )
-        except OSError as exc:
-            self._remove_home()
-            raise TransportError(f"could not start {argv[0]}: {exc}: {INSTALL_HINT}") from exc
-        self._process = process
-        loop = asyncio.get_running_loop()
-        port: asyncio.Future[int] = loop.create_future()
-        assert process.stdout is not None and process.stderr is not None
-        self._readers = [
-            loop.create_task(self._read_output(process.stdout, port, "stdout")),
-            loop.create_task(self._read_output(process.stderr, port, "stderr")),
-        ]
-        try:
-            number = await asyncio.wait_for(self._wait_port(process, port), START_TIMEOUT)
-        except asyncio.TimeoutError:
-            await self._kill()
-            raise TransportError(
-                f"the A2A server did not start within {START_TIMEOUT:.0f} s"
-                f" (see the log file){self._tail()}"
-            ) from None
-        self._watcher = loop.create_task(self._watch(process))
-        log.info("the A2A server (pid %d) listens on 127.0.0.1:%d", process.pid, number)
-        return f"http://127.0.0.1:{number}"
-
-    async def _wait_port(
-        self, process: asyncio.subprocess.Process, port: asyncio.Future[int]
-    ) -> int:
-        exited = asyncio.ensure_future(process.wait())
-        done, _ = await asyncio.wait({port, exited}, return_when=asyncio.FIRST_COMPLETED)
-        if port in done:
-            exited.cancel()
-            return port.result()
-        await asyncio.gather(*self._readers, return_exceptions=True)
-        raise TransportError(
-            f"the A2A server exited at start (code {process.returncode}){self._tail()}"
+        server = await LocalServer.start(
+            cmd, env, self.context.workspace, self.context.mcp_servers, plugin_version()
         )
+        self._server = server
+        self._watcher = asyncio.get_running_loop().create_task(self._watch(server))
+        return server.url
 
-    def _tail(self) -> str:
-        lines = [line for line in self._output_tail if line.strip()][-5:]
-        return (":\n" + "\n".join(lines)) if lines else ""
-
-    async def _read_output(
-        self, stream: asyncio.StreamReader, port: asyncio.Future[int], name: str
-    ) -> None:
-        while True:
-            try:
-                raw = await stream.readline()
-            except ValueError:  # a line longer than the buffer: skip it
-                continue
-            if not raw:
-                return
-            line = raw.decode("utf-8", "replace").rstrip()
-            self._output_tail.append(line)
-            server_log.info("%s: %s", name, line)
-            match = READY.search(line)
-            if match and not port.done():
-                port.set_result(int(match.group(1)))
-
-    async def _watch(self, process: asyncio.subprocess.Process) -> None:
-        code = await process.wait()
+    async def _watch(self, server: LocalServer) -> None:
+        code = await server.wait()
         if self._stopping:
             return
-        if self._process is process:
-            self._remove_home()
+        if self._server is server:
+            server.remove_home()
         self._connected = False
         log.error("the A2A server exited with code %s", code)
         self.events.emit(
             StatusChange(
                 "error",
                 f"the A2A server stopped (exit code {code}); the next prompt starts it"
-                f" again{self._tail()}",
+                f" again{server.tail()}",
             )
         )
         await self._close_http()
 
-    def _remove_home(self) -> None:
-        home, self._home = self._home, None
-        if home is not None:
-            home.remove()
-
     async def _kill(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.returncode is not None:
-            self._remove_home()
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            await asyncio.wait_for(process.wait(), 3)
-        except asyncio.TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            await process.wait()
-        self._remove_home()
+        server, self._server = self._server, None
+        if server is not None:
+            await server.stop()
 
     async def _close_http(self) -> None:
         client, self._client = self._client, None
@@ -467,9 +248,8 @@ class A2ATransport(Transport):
         self._connected = False
         await self._close_http()
         await self._kill()
-        for task in [*self._readers, *([self._watcher] if self._watcher else [])]:
-            task.cancel()
-        self._readers = []
+        if self._watcher is not None:
+            self._watcher.cancel()
         self._watcher = None
         self.task_id = self.context_id = ""
         self._conversation = None
@@ -525,8 +305,8 @@ class A2ATransport(Transport):
         except Exception as exc:
             if self._stopping:
                 return
-            process = self._process
-            if process is not None and process.returncode is not None:
+            server = self._server
+            if server is not None and server.returncode is not None:
                 return  # the watcher says why
             log.warning("the A2A stream broke: %s", exc, exc_info=True)
             if self.task_id and self.state not in TERMINAL_STATES and self._client is not None:
@@ -727,7 +507,16 @@ class A2ATransport(Transport):
             self.task_id = ""  # a finished task takes no more messages: a new one, same context
         await self._send([text])
 
-    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+    async def answer(self, call_id: str, option_id: str | None, new_content: str | None) -> None:
+        if option_id is None:
+            # Rejected, and the agent offered no reject option. 0.25.2's own
+            # cancellation is the outcome "cancel"; the RFC defines none but the
+            # task's cancel, which skips the call: never an allow option.
+            if self.dialect == devtool.CODER_AGENT:
+                option_id = "cancel"
+            else:
+                await self.cancel()
+                return
         send = new_content
         if new_content is not None and self.dialect == devtool.CODER_AGENT:
             call = self._calls.get(call_id)
@@ -824,12 +613,6 @@ class A2ATransport(Transport):
             raise TransportError(f"/{name}: {error}")
         self.events.emit(MessageChunk(_command_output(payload)))
         self.events.emit(TurnEnd())
-
-
-def _plugin_version() -> str:
-    from ...server import SERVER_VERSION
-
-    return SERVER_VERSION
 
 
 def _command_output(payload: Any) -> str:

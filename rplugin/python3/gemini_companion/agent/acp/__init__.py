@@ -4,6 +4,10 @@ Everything only ACP uses lives here (the core, one level up, knows nothing of it
 
 - ``transport.py``: :class:`~.transport.AcpTransport`, the panel's client of the
   agent (start, prompt, answers, cancel, sessions).
+- ``options.py``: ``agent.acp`` of the configuration.
+- ``process.py``: one run of the agent: its process (``agent/child.py``) and the
+  JSON-RPC connection on its pipes.
+- ``wire.py``: JSON-RPC on the child's stdin and stdout, and the agent's errors.
 - ``events.py``: ACP session updates as the panel's events, and prompts as ACP
   content blocks.
 - ``sessions.py``: the record of the sessions the panel started, for

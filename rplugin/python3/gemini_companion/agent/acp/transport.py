@@ -4,9 +4,10 @@ The Agent Client Protocol is JSON-RPC 2.0, one message a line, over the child's
 stdin and stdout (client-behaviour.md, "ACP", records what 0.61.0 does). The
 JSON-RPC plumbing and the schema's types come from the official
 ``agent-client-protocol`` package (``acp``): its low-level ``Connection`` over
-:class:`ChildStdio`, a message transport of our own on the child's pipes, so this
-module owns the process (started in the workspace with the environment of the
-plugin's terminals, stopped with the panel) and sees everything the child prints.
+:class:`~.wire.ChildStdio`, a message transport of our own on the child's pipes,
+so the plugin owns the process (process.py: started in the workspace with the
+environment of the plugin's terminals, stopped with the panel) and sees
+everything the child prints.
 Its typed ``ClientSideConnection`` is not used: its schema (v1.19) drops the
 ``models`` that 0.61.0 offers and has no ``session/set_model``, and it logs what
 it cannot parse through the root logger (the host's stderr, kept in Neovim's
@@ -32,20 +33,18 @@ How ACP meets the panel's contract (transport.py):
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import json
 import logging
-import os
 import shlex
-import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..mcp_servers import acp_mcp_server
 from ..model import (
     FINISHED,
+    REJECT_KINDS,
     Notice,
     Prompt,
     SessionUpdate,
@@ -53,59 +52,26 @@ from ..model import (
     ToolCall,
     TurnEnd,
 )
-from ..transport import EventSink, NotSupportedError, Transport, TransportContext, TransportError
+from ..transport import (
+    EventSink,
+    NotSupportedError,
+    Transport,
+    TransportContext,
+    TransportError,
+    plugin_version,
+)
+from .options import AcpOptions
+from .process import AgentChild, spawn
+from .wire import AUTH_REQUIRED, PROTOCOL_VERSION, AgentError, error_text
 
 if TYPE_CHECKING:
-    from acp.connection import Connection
-
     from ..files import EditorFiles
     from .events import UpdateTranslator
     from .sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = 1
-DEFAULT_CMD = ("gemini", "--acp")
 CLIENT_INFO = {"name": "gemini-companion.nvim", "title": "Gemini companion for Neovim"}
-
-# One JSON-RPC message a line; a line longer than this is not a message we take.
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-STDERR_TAIL_LINES = 20
-
-_AUTH_REQUIRED = -32000
-
-
-@dataclass
-class AcpOptions:
-    """``agent.acp`` of the user's configuration (config.lua validates it)."""
-
-    cmd: tuple[str, ...] = DEFAULT_CMD
-    auth_method: str | None = None
-    startup_timeout: float = 60.0
-    cancel_timeout: float = 5.0
-    sessions_file: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any]) -> AcpOptions:
-        options = cls()
-        cmd = raw.get("cmd")
-        if isinstance(cmd, str):
-            cmd = shlex.split(cmd)
-        if isinstance(cmd, Sequence) and cmd and all(isinstance(c, str) for c in cmd):
-            options.cmd = tuple(cmd)
-        if isinstance(raw.get("auth_method"), str) and raw["auth_method"]:
-            options.auth_method = raw["auth_method"]
-        for name in ("startup_timeout", "cancel_timeout"):
-            value = raw.get(name)
-            if isinstance(value, (int, float)) and value > 0:
-                setattr(options, name, float(value))
-        if isinstance(raw.get("sessions_file"), str) and raw["sessions_file"]:
-            options.sessions_file = raw["sessions_file"]
-        env = raw.get("env")
-        if isinstance(env, Mapping):
-            options.env = {str(k): str(v) for k, v in env.items()}
-        return options
 
 
 def _import_protocol() -> None:
@@ -117,77 +83,6 @@ def _import_protocol() -> None:
     from . import events, sessions  # noqa: F401
 
 
-class ChildStdio:
-    """The child's stdin/stdout as the ``acp`` package's message transport.
-
-    Lines that are not JSON-RPC messages (a library printing to stdout) are
-    reported through ``on_garbage`` and skipped; a blocked reader never holds a
-    message longer than :data:`MAX_MESSAGE_BYTES`.
-    """
-
-    def __init__(
-        self,
-        process: asyncio.subprocess.Process,
-        on_garbage: Callable[[bytes], None],
-    ) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        self._stdin = process.stdin
-        self._stdout = process.stdout
-        self._on_garbage = on_garbage
-        self._lock = asyncio.Lock()
-
-    async def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-        async with self._lock:
-            if self._stdin.is_closing():
-                raise ConnectionError("the agent's stdin is closed")
-            try:
-                self._stdin.write(data)
-                await self._stdin.drain()
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                raise ConnectionError(f"the agent's stdin is closed: {exc}") from exc
-
-    async def receive(self) -> dict[str, Any] | None:
-        while True:
-            line = await self._read_line()
-            if line is None:
-                return None
-            stripped = line.strip()
-            if not stripped:
-                continue
-            try:
-                message = json.loads(stripped)
-            except ValueError:
-                message = None
-            if isinstance(message, dict) and message.get("jsonrpc") == "2.0":
-                return message
-            self._on_garbage(stripped)
-
-    async def _read_line(self) -> bytes | None:
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            try:
-                chunk = await self._stdout.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:  # end of the stream
-                chunks.append(exc.partial)
-                return b"".join(chunks) or None
-            except asyncio.LimitOverrunError as exc:
-                chunk = await self._stdout.readexactly(exc.consumed)
-                size += len(chunk)
-                if size <= MAX_MESSAGE_BYTES:
-                    chunks.append(chunk)
-                continue
-            if size + len(chunk) > MAX_MESSAGE_BYTES:
-                return b"<a line of more than %d bytes>" % MAX_MESSAGE_BYTES
-            chunks.append(chunk)
-            return b"".join(chunks)
-
-    async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._stdin.close()
-
-
 @dataclass
 class _Permission:
     """A ``session/request_permission`` waiting for the user: its answer (an option
@@ -195,19 +90,6 @@ class _Permission:
 
     call: ToolCall
     answer: asyncio.Future[str | None]
-
-
-@dataclass
-class _Child:
-    """One run of the agent process and its connection."""
-
-    process: asyncio.subprocess.Process
-    connection: Connection
-    stderr: collections.deque[str] = field(
-        default_factory=lambda: collections.deque(maxlen=STDERR_TAIL_LINES)
-    )
-    garbage_lines: int = 0
-    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
 
 class AcpTransport(Transport):
@@ -219,7 +101,7 @@ class AcpTransport(Transport):
         super().__init__(context)
         self.options = AcpOptions.from_mapping(context.options)
         self._events: EventSink | None = None
-        self._child: _Child | None = None
+        self._child: AgentChild | None = None
         self._session_id: str | None = None
         self._agent: dict[str, Any] = {}
         self._capabilities: dict[str, Any] = {}
@@ -242,7 +124,7 @@ class AcpTransport(Transport):
         child = self._child
         return (
             child is not None
-            and child.process.returncode is None
+            and child.returncode is None
             and self._session_id is not None
             and self._exit_message is None
         )
@@ -312,19 +194,19 @@ class AcpTransport(Transport):
         text = f"/{name.lstrip('/')} {args}".rstrip()
         await self._run_turn({"sessionId": self._require_session(), "prompt": [_text(text)]})
 
-    async def answer(self, call_id: str, option_id: str, new_content: str | None) -> None:
+    async def answer(self, call_id: str, option_id: str | None, new_content: str | None) -> None:
         pending = self._permissions.get(call_id)
         if pending is None or pending.answer.done():
             raise TransportError("the agent is no longer waiting for that answer")
         confirmation = pending.call.confirmation
-        option = (
-            next((o for o in confirmation.options if o.id == option_id), None)
-            if (confirmation is not None)
-            else None
-        )
-        if confirmation is None or option is None:
-            raise TransportError(f"the agent did not offer the option {option_id!r}")
-        rejected = option.kind.startswith("reject")
+        if confirmation is None:
+            raise TransportError("the agent is no longer waiting for that answer")
+        option = None
+        if option_id is not None:  # None: rejected, and no reject option: cancelled
+            option = next((o for o in confirmation.options if o.id == option_id), None)
+            if option is None:
+                raise TransportError(f"the agent did not offer the option {option_id!r}")
+        rejected = option is None or option.kind in REJECT_KINDS
         assert self._updates is not None and self._files is not None
         if (
             not rejected
@@ -447,49 +329,19 @@ class AcpTransport(Transport):
 
     # -- the child process ----------------------------------------------------------------
 
-    async def _spawn(self) -> _Child:
-        from acp.connection import Connection
-
-        cmd = self.options.cmd
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *cmd,
-                cwd=self.context.workspace,
-                env={**self.context.env, **self.options.env},
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                # Its own process group: stopping it stops the shells it started.
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise TransportError(
-                f"cannot start the agent: {cmd[0]!r} was not found. Install the Gemini CLI"
-                " (npm install -g @google/gemini-cli) or set agent.acp.cmd"
-            ) from None
-        except OSError as exc:
-            raise TransportError(f"cannot start the agent ({shlex.join(cmd)}): {exc}") from None
-        log.info("started %s (pid %d) in %s", shlex.join(cmd), process.pid, self.context.workspace)
-        holder: list[_Child] = []
-        stdio = ChildStdio(process, lambda line: self._garbage(holder[0], line))
-        connection = Connection(self._handle, stdio)
-        child = _Child(process, connection)
-        holder.append(child)
-        loop = asyncio.get_running_loop()
-        child.tasks.append(loop.create_task(self._read_stderr(child)))
-        child.tasks.append(loop.create_task(self._watch(child)))
+    async def _spawn(self) -> AgentChild:
+        child = await spawn(
+            self.options.cmd,
+            cwd=self.context.workspace,
+            env={**self.context.env, **self.options.env},
+            handler=self._handle,
+            on_garbage=self._garbage,
+        )
+        child.tasks.append(asyncio.get_running_loop().create_task(self._watch(child)))
         self._child = child
         return child
 
-    async def _read_stderr(self, child: _Child) -> None:
-        assert child.process.stderr is not None
-        async for raw in child.process.stderr:
-            line = raw.decode("utf-8", "replace").rstrip()
-            if line:
-                child.stderr.append(line)
-                log.info("agent stderr: %s", line)
-
-    def _garbage(self, child: _Child, line: bytes) -> None:
+    def _garbage(self, child: AgentChild, line: bytes) -> None:
         child.garbage_lines += 1
         text = line.decode("utf-8", "replace")
         log.warning("agent stdout, not ACP (ignored): %s", text[:2000])
@@ -503,11 +355,11 @@ class AcpTransport(Transport):
                 )
             )
 
-    async def _watch(self, child: _Child) -> None:
-        await child.process.wait()
+    async def _watch(self, child: AgentChild) -> None:
+        await child.wait()
         if child is not self._child or self._stopping:
             return
-        message = _exit_text(child)
+        message = child.exit_text()
         log.warning("%s", message)
         if self._exit_message is None:
             self._exit_message = message
@@ -520,25 +372,8 @@ class AcpTransport(Transport):
 
     async def _shutdown_child(self) -> None:
         child, self._child = self._child, None
-        if child is None:
-            return
-        with contextlib.suppress(Exception):
-            await child.connection.close()
-        process = child.process
-        if process.returncode is None:
-            # stdin closed: Gemini CLI exits by itself; then the group, then kill.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(process.wait(), 2)
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            if process.returncode is not None:
-                break
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, sig)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(process.wait(), 2)
-        for task in child.tasks:
-            task.cancel()
-        log.info("agent stopped (code %s)", process.returncode)
+        if child is not None:
+            await child.stop()
 
     async def _within_startup(self, coro: Any, what: str) -> Any:
         try:
@@ -560,14 +395,14 @@ class AcpTransport(Transport):
         try:
             return await child.connection.send_request(method, dict(params))
         except RequestError as exc:
-            raise AgentError(exc.code, _error_text(exc), exc.data) from None
+            raise AgentError(exc.code, error_text(exc), exc.data) from None
         except ConnectionError:
             # The output closed: the exit (and its code) follows at once, normally.
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(child.process.wait()), 2)
-            raise TransportError(self._exit_message or _exit_text(child)) from None
+                await asyncio.wait_for(asyncio.shield(child.wait()), 2)
+            raise TransportError(self._exit_message or child.exit_text()) from None
 
-    async def _initialize(self, child: _Child) -> None:
+    async def _initialize(self, child: AgentChild) -> None:
         from acp import schema
 
         raw = await self._request(
@@ -575,7 +410,7 @@ class AcpTransport(Transport):
             {
                 "protocolVersion": PROTOCOL_VERSION,
                 "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
-                "clientInfo": {**CLIENT_INFO, "version": _plugin_version()},
+                "clientInfo": {**CLIENT_INFO, "version": plugin_version()},
             },
         )
         response = schema.InitializeResponse.model_validate(raw)
@@ -600,7 +435,7 @@ class AcpTransport(Transport):
         try:
             raw = await self._request("session/new", params)
         except AgentError as exc:
-            if exc.code != _AUTH_REQUIRED:
+            if exc.code != AUTH_REQUIRED:
                 raise
             await self._authenticate(str(exc))
             raw = await self._request("session/new", params)
@@ -623,7 +458,7 @@ class AcpTransport(Transport):
             try:
                 raw = await self._request("session/load", params)
             except AgentError as exc:
-                if exc.code != _AUTH_REQUIRED:
+                if exc.code != AUTH_REQUIRED:
                     raise
                 await self._authenticate(str(exc))
                 raw = await self._request("session/load", params)
@@ -854,82 +689,5 @@ class AcpTransport(Transport):
         return {}
 
 
-class AgentError(TransportError):
-    """The agent answered a request with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.data = data
-
-
-def acp_mcp_server(server: Mapping[str, Any]) -> dict[str, Any] | None:
-    """An MCP server as ACP's ``session/new`` takes it, from either ACP's shape
-    (``type``, ``url``, ``headers`` as a list of ``{name, value}``) or Gemini CLI's
-    settings shape (``httpUrl`` for Streamable HTTP, ``url`` for SSE, ``command``;
-    ``headers``/``env`` as tables)."""
-    name = server.get("name")
-    if not isinstance(name, str) or not name:
-        return None
-
-    def pairs(value: Any) -> list[dict[str, str]]:
-        if isinstance(value, Mapping):
-            return [{"name": str(k), "value": str(v)} for k, v in value.items()]
-        if isinstance(value, list):
-            return [
-                {"name": str(p["name"]), "value": str(p["value"])}
-                for p in value
-                if isinstance(p, Mapping) and "name" in p and "value" in p
-            ]
-        return []
-
-    kind, url = server.get("type"), server.get("url")
-    if kind not in ("http", "sse") or not isinstance(url, str):
-        # Gemini CLI's settings: httpUrl is Streamable HTTP, url is SSE.
-        kind, url = (
-            ("http", server["httpUrl"]) if isinstance(server.get("httpUrl"), str) else ("sse", url)
-        )
-    if isinstance(url, str):
-        return {"type": kind, "name": name, "url": url, "headers": pairs(server.get("headers"))}
-    if isinstance(server.get("command"), str):
-        return {
-            "name": name,
-            "command": server["command"],
-            "args": [str(a) for a in server.get("args") or []],
-            "env": pairs(server.get("env")),
-        }
-    return None
-
-
-def _error_text(exc: Exception) -> str:
-    """A JSON-RPC error's message, with its details when the message is generic."""
-    message = str(exc)
-    data = getattr(exc, "data", None)
-    details = data.get("details") if isinstance(data, Mapping) else data
-    if details and str(details) not in message:
-        message = f"{message}: {details}"
-    return message
-
-
-def _exit_text(child: _Child) -> str:
-    code = child.process.returncode
-    if code is None:
-        what = "the agent closed its output"
-    elif code < 0:
-        what = f"the agent was killed (signal {-code})"
-    else:
-        what = f"the agent exited (code {code})"
-    tail = " | ".join(
-        line if len(line) <= 160 else line[:157] + "..." for line in list(child.stderr)[-3:]
-    )
-    return what + (f": {tail}" if tail else "") + "; the next prompt starts it again"
-
-
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
-
-
-def _plugin_version() -> str:
-    from ...server import SERVER_VERSION
-
-    return SERVER_VERSION
