@@ -88,7 +88,7 @@ local asked = false
 ---@return boolean
 local function has_prompt(args)
   for _, arg in ipairs(args) do
-    if arg == "-i" or arg == "--prompt-interactive" or arg == "-p" or arg == "--prompt" then
+    if arg == "-i" or arg == "-p" or vim.startswith(arg, "--prompt") then
       return true
     end
   end
