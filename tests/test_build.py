@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import INTEROP, wait_for
+from harness import INTEROP, nvim_executable, wait_for
 from test_plugin import _install, _user_env, user_init, user_nvim
 
 GEMINI = INTEROP / "node_modules" / ".bin" / "gemini"
@@ -82,6 +82,44 @@ def _build(root: Path, env: dict[str, str], cwd: Path, opts: dict[str, object]) 
         return notes
 
 
+def _lazy_build(root: Path, env: dict[str, str], cwd: Path) -> list[str]:
+    """build.lua as lazy.nvim runs it after an install or update (as ``lazy_build``
+    in test_plugin.py: a coroutine resumed from the event loop, yielded strings as
+    progress), with Neovim's working directory ``cwd`` and no setup() yet, so the
+    CLI is the ``gemini`` on PATH; returns the progress lines."""
+    plugin = root / "data" / "nvim" / "lazy" / "gemini-companion.nvim"
+    init = root / "lazy-build-init.lua"
+    init.write_text(
+        "\n".join(
+            [
+                f"vim.g.python3_host_prog = {json.dumps(getattr(sys, '_base_executable', sys.executable))}",
+                f"local dir = {json.dumps(str(plugin))}",
+                "vim.opt.rtp:prepend(dir)",
+                "local co = coroutine.create(assert(loadfile(dir .. '/build.lua')))",
+                "local timer = vim.uv.new_timer()",
+                "timer:start(0, 5, vim.schedule_wrap(function()",
+                "  local ok, msg = coroutine.resume(co)",
+                "  if not ok then io.stderr:write('BUILD ERROR: ' .. tostring(msg) .. '\\n')",
+                "  elseif msg then io.stderr:write('PROGRESS: ' .. tostring(msg) .. '\\n') end",
+                "  if coroutine.status(co) == 'dead' then timer:stop(); vim.cmd('qa!') end",
+                "end))",
+            ]
+        )
+    )
+    env = {**env, "PATH": f"{GEMINI.parent}{os.pathsep}{env['PATH']}"}
+    done = subprocess.run(
+        [nvim_executable(), "--headless", "-u", str(init)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert "BUILD ERROR" not in done.stderr, done.stderr
+    return [line for line in done.stderr.splitlines() if line.startswith("PROGRESS: ")]
+
+
 def _cli_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "TERM")}
     env["HOME"] = str(home)
@@ -89,9 +127,13 @@ def _cli_env(home: Path) -> dict[str, str]:
 
 
 @pytest.mark.usefixtures("interop")
-@pytest.mark.parametrize("had_home", [False, True], ids=["no Gemini home", "a Gemini home"])
+@pytest.mark.parametrize(
+    ("had_home", "via"),
+    [(False, "command"), (True, "command"), (False, "lazy")],
+    ids=[":GeminiCompanionBuild, no Gemini home", ":GeminiCompanionBuild", "lazy.nvim's build.lua"],
+)
 def test_the_build_links_the_extension_and_leaves_trust_and_settings_as_they_were(
-    tmp_path: Path, had_home: bool
+    tmp_path: Path, had_home: bool, via: str
 ) -> None:
     """Neovim open in a freshly cloned project, the Gemini CLI installed, folder
     trust at the CLI's default (on): the build links the extension, the real CLI
@@ -114,7 +156,11 @@ def test_the_build_links_the_extension_and_leaves_trust_and_settings_as_they_wer
     (project / ".gemini" / "settings.json").write_text('{"mcpServers": {}}\n')
     before = _files(home)
 
-    notes = _build(tmp_path, env, project, {"auto_start": False, "terminal": {"cmd": str(GEMINI)}})
+    if via == "lazy":
+        notes = _lazy_build(tmp_path, env, project)
+    else:
+        opts = {"auto_start": False, "terminal": {"cmd": str(GEMINI)}}
+        notes = _build(tmp_path, env, project, opts)
 
     after = _files(home)
     for name in (".gemini/trustedFolders.json", ".gemini/settings.json"):
