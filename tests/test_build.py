@@ -89,10 +89,11 @@ def _lazy_build(root: Path, env: dict[str, str], cwd: Path) -> list[str]:
     CLI is the ``gemini`` on PATH; returns the progress lines."""
     plugin = root / "data" / "nvim" / "lazy" / "gemini-companion.nvim"
     init = root / "lazy-build-init.lua"
+    base = getattr(sys, "_base_executable", sys.executable)
     init.write_text(
         "\n".join(
             [
-                f"vim.g.python3_host_prog = {json.dumps(getattr(sys, '_base_executable', sys.executable))}",
+                f"vim.g.python3_host_prog = {json.dumps(base)}",
                 f"local dir = {json.dumps(str(plugin))}",
                 "vim.opt.rtp:prepend(dir)",
                 "local co = coroutine.create(assert(loadfile(dir .. '/build.lua')))",
