@@ -31,6 +31,7 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "rplugin" / "python3")]
 import httpx2  # noqa: E402
 from gemini_companion.context import ContextTracker  # noqa: E402
 from harness import Nvim, Sandbox, empty_manifest, wait_for  # noqa: E402
+from lua_options import option_defaults  # noqa: E402
 from mcp_client import SyncMcpConnection, mcp_client, open_raw_session  # noqa: E402
 from stats import percentile  # noqa: E402
 
@@ -275,7 +276,9 @@ def bench_build(directory: Path, count: int = 1000, *, on_disk: bool = True) -> 
     timings: list[float] = []
 
     async def main() -> None:
-        tracker = ContextTracker(lambda: None)
+        tracker = ContextTracker(
+            lambda: None, debounce_ms=option_defaults()["context"]["debounce_ms"]
+        )
         for i, path in enumerate(paths):
             tracker.focus(i + 1, path, 1, 1)
         tracker.selection(count, 1, 1, "selected text " * 100)

@@ -18,6 +18,7 @@ from editor_double import RecordingEditor
 from gemini_companion.companion import Companion, StartOptions
 from gemini_companion.discovery import discovery_dir
 from gemini_companion.server import CompanionServer
+from lua_options import start_options
 from mcp_client import mcp_client, open_raw_session
 
 ERROR = 4
@@ -39,7 +40,9 @@ def companion(tmp_path: Path) -> Any:
 
 
 def options(project: Path) -> StartOptions:
-    return StartOptions(nvim_pid=1234567, workspace_dirs=[str(project)], keep_alive_seconds=0.2)
+    return StartOptions.from_lua(
+        start_options(nvim_pid=1234567, workspace_dirs=[str(project)], keep_alive_seconds=0.2)
+    )
 
 
 def editor_of(companion: Companion) -> RecordingEditor:

@@ -22,6 +22,7 @@ from gemini_companion.context import (
 from gemini_companion.sessions import SessionStream
 from harness import Nvim
 from ide_client import IdeClientProcess
+from lua_options import option_defaults
 from mcp_client import SyncMcpConnection, mcp_client
 
 UPDATE = "ide/contextUpdate"
@@ -55,6 +56,7 @@ def run_tracker(
 
     async def main() -> None:
         exists = files if files is not None else set()
+        kwargs.setdefault("debounce_ms", option_defaults()["context"]["debounce_ms"])
         tracker = ContextTracker(
             lambda: streams, is_file=lambda p: files is None or p in exists, **kwargs
         )
@@ -239,7 +241,8 @@ def test_building_with_1000_buffers_checks_at_most_64_files_on_disk() -> None:
         return False
 
     async def main() -> None:
-        t = ContextTracker(lambda: None, is_file=is_file)
+        debounce_ms = option_defaults()["context"]["debounce_ms"]
+        t = ContextTracker(lambda: None, debounce_ms=debounce_ms, is_file=is_file)
         for i in range(1000):
             t.focus(i + 1, f"/gone/f{i}.txt", 1, 1)
         assert t.build() == {"workspaceState": {"openFiles": []}}

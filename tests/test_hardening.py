@@ -391,9 +391,19 @@ def _running_server(**options: Any) -> Iterator[Any]:
     answering on its port; stopped after the test."""
     from gemini_companion.server import CompanionServer, ServerOptions
     from gemini_companion.tools import IDE_PATH, ToolRegistry
+    from lua_options import start_options
+
+    lua = start_options()
 
     server = CompanionServer(
-        ServerOptions(token="t" * 43, **options),
+        ServerOptions(
+            token="t" * 43,
+            **{
+                "keep_alive_seconds": lua["keep_alive_seconds"],
+                "max_body_bytes": lua["max_body_bytes"],
+                **options,
+            },
+        ),
         {IDE_PATH: ToolRegistry("none")},
         listener=NoListener(),
     )

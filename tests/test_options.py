@@ -7,12 +7,16 @@ also read here as a user or LuaLS reads it and compared with config.defaults."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from harness import ROOT, Nvim
+from lua_options import option_defaults, option_paths, start_options
 
 GENERATOR = ROOT / "scripts" / "gen_options.lua"
 
@@ -191,3 +195,89 @@ def test_the_readmes_example_gives_every_option_its_default(nvim: Nvim) -> None:
         block.group(1),
     )
     assert wrong == [], f"README.md's Options example differs from config.defaults at {wrong}"
+
+
+# -- The Python side -----------------------------------------------------------------
+
+
+def _defaulted(cls: type) -> set[str]:
+    return {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+    }
+
+
+def test_the_python_side_keeps_no_option_default_of_its_own() -> None:
+    """Lua sends every option, merged over the schema's defaults, so the Python classes
+    that read them hold no default: only the options the schema leaves unset
+    (``context.trusted``, ``agent.acp.auth_method``: None) and what is not an option."""
+    from gemini_companion.agent.acp.options import AcpOptions
+    from gemini_companion.companion import StartOptions
+    from gemini_companion.context import ContextTracker
+    from gemini_companion.server import ServerOptions
+
+    assert _defaulted(StartOptions) == {"context_trusted", "tools", "quiet", "extra"}
+    assert _defaulted(AcpOptions) == {"auth_method", "sessions_file"}
+    assert {"keep_alive_seconds", "max_body_bytes"}.isdisjoint(_defaulted(ServerOptions))
+    debounce = inspect.signature(ContextTracker).parameters["debounce_ms"]
+    assert debounce.default is inspect.Parameter.empty
+
+
+def test_the_python_side_reads_what_lua_sends() -> None:
+    from gemini_companion.agent.acp.options import AcpOptions
+    from gemini_companion.companion import StartOptions
+
+    defaults = option_defaults()
+    start = StartOptions.from_lua(start_options())
+    assert start.keep_alive_seconds == defaults["keep_alive_seconds"]
+    assert start.max_body_bytes == defaults["max_request_bytes"]
+    assert start.context_debounce_ms == defaults["context"]["debounce_ms"]
+    assert start.context_trusted is None
+    assert start.allowed_dirs == defaults["diff"]["allowed_dirs"]
+    assert start.tools_enabled is defaults["tools"]["enabled"]
+    acp = AcpOptions.from_mapping(defaults["agent"]["acp"])
+    assert acp.cmd == tuple(defaults["agent"]["acp"]["cmd"])
+    assert acp.env == {}
+    assert acp.startup_timeout == defaults["agent"]["acp"]["startup_timeout"]
+    assert acp.cancel_timeout == defaults["agent"]["acp"]["cancel_timeout"]
+    assert acp.auth_method is None
+
+
+def test_no_python_module_falls_back_to_a_default_of_an_option() -> None:
+    """``options.get("cmd") or ["gemini-cli-a2a-server"]`` is a second copy of a
+    default: a fallback for an option's name must be empty (None, "", [] or {})."""
+    names = {path.rsplit(".", 1)[-1] for path in option_paths()}
+    package = ROOT / "rplugin" / "python3" / "gemini_companion"
+
+    def empty(node: ast.expr) -> bool:
+        if isinstance(node, ast.Constant):
+            return not node.value
+        return (isinstance(node, ast.List | ast.Tuple | ast.Set) and not node.elts) or (
+            isinstance(node, ast.Dict) and not node.keys
+        )
+
+    def option_get(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and bool(node.args)
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in names
+        )
+
+    found = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            fallback: list[ast.expr] = []
+            if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+                if option_get(node.values[0]):
+                    fallback = node.values[1:]
+            elif option_get(node) and isinstance(node, ast.Call):
+                fallback = node.args[1:]
+            if not all(empty(f) for f in fallback):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert found == [], "defaults of options repeated in Python (the schema holds them):\n" + (
+        "\n".join(found)
+    )

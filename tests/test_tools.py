@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -1017,13 +1018,15 @@ def test_tools_server_gives_the_url_and_headers_an_agent_connects_with(tmp_path:
     from gemini_companion.agent.mcp_servers import McpServer
     from gemini_companion.companion import Companion, StartOptions
     from gemini_companion.tools.neovim import ToolDescription
+    from lua_options import start_options
 
     editor = _AnsweringEditor()
     companion = Companion(editor, env={"TMPDIR": str(tmp_path)})  # type: ignore[arg-type]
     editor.companion = companion
     assert companion.tools_server() is None  # not running
     listed = ToolDescription("listOpenBuffers", "the open files", {"type": "object"})
-    companion.start(StartOptions(nvim_pid=1, workspace_dirs=[str(tmp_path)], tools=[listed]))
+    options = StartOptions.from_lua(start_options(nvim_pid=1, workspace_dirs=[str(tmp_path)]))
+    companion.start(dataclasses.replace(options, tools=[listed]))
     try:
         server = companion.tools_server()
         assert server is not None

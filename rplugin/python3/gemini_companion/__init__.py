@@ -102,7 +102,7 @@ class GeminiCompanionPlugin:
             return
         try:
             if raw.get("log_file"):
-                configure_logging(str(raw["log_file"]), str(raw.get("log_level") or "info"))
+                configure_logging(str(raw["log_file"]), str(raw["log_level"]))
             self._companion.start(StartOptions.from_lua(raw))
         except Exception as exc:
             log.exception("start failed")

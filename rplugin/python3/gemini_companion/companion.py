@@ -50,16 +50,19 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class StartOptions:
-    """What the Lua side passes to ``start`` (see lua/gemini_companion/host.lua)."""
+    """What the Lua side passes to ``start`` (lua/gemini_companion/init.lua): the user's
+    options merged over the option schema's defaults (lua/gemini_companion/options.lua)
+    and validated by config.lua. No option has a default here: Lua sends every one,
+    so each default lives in the schema alone."""
 
     nvim_pid: int
     workspace_dirs: list[str]
-    keep_alive_seconds: float = 15.0
-    max_body_bytes: int | None = None
-    context_debounce_ms: float = 50.0
-    context_trusted: bool | None = None
-    allowed_dirs: list[str] = field(default_factory=list)
-    tools_enabled: bool = True
+    keep_alive_seconds: float
+    max_body_bytes: int
+    context_debounce_ms: float
+    allowed_dirs: list[str]
+    tools_enabled: bool
+    context_trusted: bool | None = None  # unset in the schema: nothing is sent to the CLI
     # Neovim's tools as lua/gemini_companion/tools/ describes them (served on /tools).
     tools: list[ToolDescription] = field(default_factory=list)
     quiet: bool = False  # a start by the plugin itself: no "already running" message
@@ -67,31 +70,22 @@ class StartOptions:
 
     @classmethod
     def from_lua(cls, raw: Mapping[str, Any]) -> StartOptions:
-        options = cls(
+        context, tools = raw["context"], raw["tools"]
+        trusted = context.get("trusted")
+        return cls(
             nvim_pid=int(raw["nvim_pid"]),
-            workspace_dirs=[str(d) for d in raw.get("workspace_dirs") or []],
+            # An empty Lua table may arrive as a map: iterating it gives nothing either way.
+            workspace_dirs=[str(d) for d in raw["workspace_dirs"]],
+            keep_alive_seconds=float(raw["keep_alive_seconds"]),
+            max_body_bytes=int(raw["max_body_bytes"]),
+            context_debounce_ms=float(context["debounce_ms"]),
+            allowed_dirs=[str(d) for d in raw["allowed_dirs"]],
+            tools_enabled=bool(tools["enabled"]),
+            context_trusted=trusted if isinstance(trusted, bool) else None,
+            tools=[ToolDescription.from_lua(t) for t in tools.get("list") or []],
+            quiet=raw.get("quiet") is True,
+            extra=dict(raw),
         )
-        if raw.get("keep_alive_seconds"):
-            options.keep_alive_seconds = float(raw["keep_alive_seconds"])
-        if raw.get("max_body_bytes"):
-            options.max_body_bytes = int(raw["max_body_bytes"])
-        context = raw.get("context")
-        if isinstance(context, Mapping):
-            if context.get("debounce_ms") is not None:
-                options.context_debounce_ms = float(context["debounce_ms"])
-            if isinstance(context.get("trusted"), bool):
-                options.context_trusted = context["trusted"]
-        allowed = raw.get("allowed_dirs")
-        if isinstance(allowed, Sequence) and not isinstance(allowed, str):
-            options.allowed_dirs = [str(d) for d in allowed]
-        tools = raw.get("tools")
-        if isinstance(tools, Mapping) and isinstance(tools.get("enabled"), bool):
-            options.tools_enabled = tools["enabled"]
-        if isinstance(tools, Mapping) and isinstance(tools.get("list"), Sequence):
-            options.tools = [ToolDescription.from_lua(t) for t in tools["list"]]
-        options.quiet = raw.get("quiet") is True
-        options.extra = dict(raw)
-        return options
 
 
 @dataclass
@@ -149,9 +143,11 @@ class ServerRun:
             early.discard()
             early = None
         token = early.token if early is not None else new_token()
-        server_options = ServerOptions(token=token, keep_alive_seconds=options.keep_alive_seconds)
-        if options.max_body_bytes:
-            server_options.max_body_bytes = options.max_body_bytes
+        server_options = ServerOptions(
+            token=token,
+            keep_alive_seconds=options.keep_alive_seconds,
+            max_body_bytes=options.max_body_bytes,
+        )
         self.diffs = DiffController(
             editor, self._notify_session, self.path_policy, send_event=self._send_event
         )

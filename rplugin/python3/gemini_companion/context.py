@@ -101,7 +101,7 @@ class ContextTracker:
         self,
         streams: Callable[[], ContextStreams | None],
         *,
-        debounce_ms: float = 50.0,
+        debounce_ms: float,  # context.debounce_ms: its default is the option schema's
         trusted: bool | None = None,
         clock: Callable[[], float] = time.time,
         is_file: Callable[[str], bool] = os.path.isfile,

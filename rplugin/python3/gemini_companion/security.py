@@ -22,7 +22,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MCP_PATH = "/mcp"
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 # Bodies from this size on take turns (see BodyBudget); smaller ones never wait.
 BIG_BODY_BYTES = 1024 * 1024
 

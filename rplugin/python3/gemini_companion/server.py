@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .early import listening_socket
 from .security import (
-    DEFAULT_MAX_BODY_BYTES,
     ASGIApp,
     Receive,
     RequestGuard,
@@ -60,8 +59,10 @@ class SessionListener(Protocol):
 @dataclass
 class ServerOptions:
     token: str
-    keep_alive_seconds: float = 15.0
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # The user's options (keep_alive_seconds, max_request_bytes): no default here,
+    # the option schema (lua/gemini_companion/options.lua) holds it.
+    keep_alive_seconds: float
+    max_body_bytes: int
     host: str = "127.0.0.1"
     # Open connections kept at most; past it idle ones are closed (connections.py).
     max_connections: int = 100

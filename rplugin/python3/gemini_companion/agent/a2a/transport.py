@@ -203,7 +203,7 @@ class A2ATransport(Transport):
     async def _start_server(self) -> str:
         await self._kill()
         env = {**self.context.env, **dict(self._options().get("env") or {})}
-        cmd = [str(c) for c in (self._options().get("cmd") or ["gemini-cli-a2a-server"])]
+        cmd = [str(c) for c in self._options()["cmd"]]
         server = await LocalServer.start(
             cmd, env, self.context.workspace, self.context.mcp_servers, plugin_version()
         )

@@ -3,41 +3,33 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
-
-DEFAULT_CMD = ("gemini", "--acp")
 
 
 @dataclass
 class AcpOptions:
-    """``agent.acp`` of the user's configuration (config.lua validates it)."""
+    """``agent.acp`` of the user's configuration as Lua sends it (agent/init.lua):
+    merged over the option schema's defaults (lua/gemini_companion/options.lua) and
+    validated by config.lua, so no option has a default here."""
 
-    cmd: tuple[str, ...] = DEFAULT_CMD
-    auth_method: str | None = None
-    startup_timeout: float = 60.0
-    cancel_timeout: float = 5.0
-    sessions_file: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    cmd: tuple[str, ...]
+    env: dict[str, str]
+    startup_timeout: float
+    cancel_timeout: float
+    auth_method: str | None = None  # unset in the schema: the panel names the methods
+    sessions_file: str | None = None  # not an option: where agent/init.lua keeps them
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> AcpOptions:
-        options = cls()
-        cmd = raw.get("cmd")
-        if isinstance(cmd, str):
-            cmd = shlex.split(cmd)
-        if isinstance(cmd, Sequence) and cmd and all(isinstance(c, str) for c in cmd):
-            options.cmd = tuple(cmd)
-        if isinstance(raw.get("auth_method"), str) and raw["auth_method"]:
-            options.auth_method = raw["auth_method"]
-        for name in ("startup_timeout", "cancel_timeout"):
-            value = raw.get(name)
-            if isinstance(value, (int, float)) and value > 0:
-                setattr(options, name, float(value))
-        if isinstance(raw.get("sessions_file"), str) and raw["sessions_file"]:
-            options.sessions_file = raw["sessions_file"]
-        env = raw.get("env")
-        if isinstance(env, Mapping):
-            options.env = {str(k): str(v) for k, v in env.items()}
-        return options
+        cmd = raw["cmd"]
+        return cls(
+            cmd=tuple(shlex.split(cmd) if isinstance(cmd, str) else (str(c) for c in cmd)),
+            # An empty Lua table arrives as a list: dict() of it is empty too.
+            env={str(k): str(v) for k, v in dict(raw["env"] or {}).items()},
+            startup_timeout=float(raw["startup_timeout"]),
+            cancel_timeout=float(raw["cancel_timeout"]),
+            auth_method=raw.get("auth_method") or None,
+            sessions_file=raw.get("sessions_file") or None,
+        )
