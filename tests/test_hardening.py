@@ -257,11 +257,12 @@ def test_the_log_file_is_private_and_its_lines_are_bounded(nvim: Nvim) -> None:
     log_file = nvim.sandbox.log_file
     assert stat.S_IMODE(log_file.stat().st_mode) == 0o600
     from gemini_companion.logfile import MAX_MESSAGE_CHARS, configure_logging
+    from lua_options import option_defaults
 
     path = nvim.sandbox.root / "other.log"
     path.write_text("")
     os.chmod(path, 0o644)
-    configure_logging(str(path))
+    configure_logging(str(path), option_defaults()["log_level"])
     try:
         logging.getLogger("gemini_companion.test").info("path %s", "/x" * 512 * 1024 + "\nfake")
     finally:

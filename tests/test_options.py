@@ -215,6 +215,7 @@ def test_the_python_side_keeps_no_option_default_of_its_own() -> None:
     from gemini_companion.agent.acp.options import AcpOptions
     from gemini_companion.companion import StartOptions
     from gemini_companion.context import ContextTracker
+    from gemini_companion.logfile import configure_logging
     from gemini_companion.server import ServerOptions
 
     assert _defaulted(StartOptions) == {"context_trusted", "tools", "quiet", "extra"}
@@ -222,6 +223,8 @@ def test_the_python_side_keeps_no_option_default_of_its_own() -> None:
     assert {"keep_alive_seconds", "max_body_bytes"}.isdisjoint(_defaulted(ServerOptions))
     debounce = inspect.signature(ContextTracker).parameters["debounce_ms"]
     assert debounce.default is inspect.Parameter.empty
+    level = inspect.signature(configure_logging).parameters["level"]
+    assert level.default is inspect.Parameter.empty
 
 
 def test_the_python_side_reads_what_lua_sends() -> None:

@@ -37,8 +37,9 @@ def open_private(path: str) -> None:
         os.close(fd)
 
 
-def configure_logging(path: str, level: str = "info") -> None:
-    """Send the ``gemini_companion`` logger (and the server stack's warnings) to ``path``."""
+def configure_logging(path: str, level: str) -> None:
+    """Send the ``gemini_companion`` logger (and the server stack's warnings) to ``path``,
+    at ``level`` (the ``log_level`` option, as Lua sends it)."""
     root = logging.getLogger("gemini_companion")
     others = [logging.getLogger(name) for name in ("mcp", "uvicorn", "uvicorn.error")]
     while _installed:
