@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -279,6 +281,101 @@ def test_quitting_neovim_removes_the_discovery_file(nvim: Nvim) -> None:
     path = Path(nvim.state()["discovery_file"])
     nvim.close()
     wait_for(lambda: not path.exists(), 10, "the discovery file to be removed on VimLeavePre")
+
+
+# -- a quit at any moment of a start or restart leaves no discovery file ------------------
+
+# A stand-in for a module the host imports: it says it is held (a file appears), waits
+# for the test's release file, then hands over the real module (as test_early.py's).
+HOLD_MODULE = """
+import os, sys, time
+open(os.environ["GEMINI_TEST_HELD"], "w").close()
+release = os.environ["GEMINI_TEST_RELEASE"]
+while not os.path.exists(release):
+    time.sleep(0.005)
+sys.path.remove(os.path.dirname(os.path.abspath(__file__)))
+name = __name__
+del sys.modules[name]
+sys.modules[name] = __import__(name)
+"""
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and not _zombie(pid)
+
+
+def _quit(nvim: Nvim) -> None:
+    """``:qa!``, then wait for Neovim and its Python host to be gone."""
+    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    with contextlib.suppress(Exception):  # the channel closes under the request
+        nvim.api.command("qa!")
+    wait_for(lambda: not _alive(nvim.pid), 10, "Neovim to exit")
+    wait_for(lambda: not _alive(host), 10, "the Python host to exit")
+
+
+def _held(nvim_factory: Callable[..., Nvim], tmp_path: Path, module: str) -> tuple[Nvim, Path]:
+    """A Neovim whose host is held importing ``module`` (the file ``held`` says so)."""
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))
+    shim = folder / "hold"
+    shim.mkdir()
+    (shim / f"{module}.py").write_text(HOLD_MODULE)
+    held, release = folder / "held", folder / "release"
+    nvim = nvim_factory(
+        env={
+            "PYTHONPATH": str(shim),
+            "GEMINI_TEST_HELD": str(held),
+            "GEMINI_TEST_RELEASE": str(release),
+        }
+    )
+    wait_for(held.exists, 20, f"the host to be held importing {module}")
+    return nvim, release
+
+
+def _restart_and_quit(nvim: Nvim, first: str) -> None:
+    """Stop, start, and quit the moment the new discovery file exists."""
+    nvim.lua("vim.cmd('GeminiCompanionStop'); vim.cmd('GeminiCompanionStart')")
+    wait_for(
+        lambda: [p for p in nvim.sandbox.discovery_files() if str(p) != first],
+        10,
+        "the restart's discovery file",
+        interval=0.001,
+    )
+    _quit(nvim)
+
+
+# Each moment a few times over: on the code before, a file was left in most rounds of
+# the held ones and in about one round in eight of the last.
+@pytest.mark.parametrize(
+    ("moment", "rounds"),
+    [("host-loading", 3), ("server-loading-restart", 4), ("restart", 8)],
+)
+def test_a_quit_at_any_moment_of_a_start_or_restart_leaves_no_discovery_file(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path, moment: str, rounds: int
+) -> None:
+    for round_ in range(rounds):
+        if moment == "host-loading":
+            # Published as the host started (early.py), pynvim not loaded yet: a
+            # SIGTERM from the quitting Neovim would kill the process as it is.
+            nvim, release = _held(nvim_factory, tmp_path, "pynvim")
+            try:
+                assert len(nvim.sandbox.discovery_files()) == 1
+                _quit(nvim)
+            finally:
+                release.touch()
+        elif moment == "server-loading-restart":
+            # The first run's server thread is held loading the server stack: the
+            # stop is posted to a loop that never runs it, and the restart's server
+            # waits too.
+            nvim, release = _held(nvim_factory, tmp_path, "uvicorn")
+            try:
+                first = nvim.wait_state(lambda s: bool(s.get("port")), 10, "the first state")
+                _restart_and_quit(nvim, first["discovery_file"])
+            finally:
+                release.touch()
+        else:
+            nvim = nvim_factory()
+            _restart_and_quit(nvim, nvim.wait_running()["discovery_file"])
+        assert nvim.sandbox.discovery_files() == [], f"round {round_}"
 
 
 def test_a_killed_neovims_stale_file_is_removed_by_the_next_start(

@@ -198,4 +198,9 @@ def host_exited(error: BaseException | None = None) -> None:
             log.warning("the Neovim channel ended: %r", error)
         logging.shutdown()
     finally:
+        # Whatever is still published goes, even a run whose stop was posted to a
+        # server loop that never got to run it (a quit right after a restart).
+        from .discovery import remove_published
+
+        remove_published()
         os._exit(code)

@@ -10,10 +10,17 @@ The folder is shared by every user under a shared tmpdir (see
 Imported before the discovery file is written at start (early.py), so it imports
 only C modules and ``os`` at load time: ``pathlib``, ``json``, ``re``, ``typing``
 and ``contextlib`` cost 15-20 ms together there. Paths are strings.
+
+The files this process has published and not removed are kept here, whichever
+thread wrote them: as the process ends (Neovim quits, even right after a restart
+whose server thread has not started yet), :func:`remove_published` removes them and
+no file is written after it. A file removed once is never written again by the
+same :class:`DiscoveryFile` (a workspace change racing a stop cannot bring it back).
 """
 
 from __future__ import annotations
 
+import _thread
 import errno
 import os
 import stat
@@ -131,6 +138,25 @@ def ensure_discovery_dir(directory: str) -> None:
     _prepare_dir(directory, mode)
 
 
+# Serialises writes and removals of discovery files across threads, so that the
+# removal at the end cannot miss a file being written.
+_lock = _thread.allocate_lock()
+
+
+class _Published:
+    """The paths this process published and has not removed; ``ended`` once
+    :func:`remove_published` ran (nothing is written any more)."""
+
+    __slots__ = ("ended", "paths")
+
+    def __init__(self) -> None:
+        self.paths: dict[str, None] = {}
+        self.ended = False
+
+
+_published = _Published()
+
+
 class DiscoveryFile:
     """One server's discovery file: ``gemini-ide-server-<pid>-<port>.json``.
 
@@ -138,13 +164,14 @@ class DiscoveryFile:
     the discovery file is written at start (early.py), and ``dataclasses`` or
     ``typing`` cost milliseconds there.)"""
 
-    __slots__ = ("auth_token", "directory", "pid", "port")
+    __slots__ = ("_removed", "auth_token", "directory", "pid", "port")
 
     def __init__(self, directory: str, pid: int, port: int, auth_token: str) -> None:
         self.directory = directory
         self.pid = pid
         self.port = port
         self.auth_token = auth_token
+        self._removed = False
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DiscoveryFile) and (
@@ -181,32 +208,65 @@ class DiscoveryFile:
             f'"displayName": {encode_basestring_ascii(IDE_DISPLAY_NAME)}}}}}'
         ).encode("ascii")
 
-    def write(self, workspace_path: str) -> None:
+    def write(self, workspace_path: str) -> bool:
         """Write (or rewrite) the file atomically: a private temporary file, then rename.
 
         ``rename`` replaces a symlink planted at the target instead of following it,
-        and the temporary file is created with ``O_EXCL`` and mode 0600.
+        and the temporary file is created with ``O_EXCL`` and mode 0600. False, and
+        nothing written, once this file was removed or the process is ending.
         """
-        ensure_discovery_dir(self.directory)
-        data = self.encoded(workspace_path)
-        fd, tmp = _private_temp_file(self.directory)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:  # noqa: SIM105 (contextlib costs an import here; see the docstring)
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        with _lock:
+            if self._removed or _published.ended:
+                return False
+            ensure_discovery_dir(self.directory)
+            data = self.encoded(workspace_path)
+            fd, tmp = _private_temp_file(self.directory)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, self.path)
+            except BaseException:
+                try:  # noqa: SIM105 (contextlib costs an import here; see the docstring)
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+            _published.paths[self.path] = None
+            return True
 
     def remove(self) -> None:
-        try:  # noqa: SIM105 (as above)
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        """Remove the file, for good: this object never writes it again."""
+        with _lock:
+            self._removed = True
+            _published.paths.pop(self.path, None)
+            _unlink(self.path)
+
+
+def _unlink(path: str) -> None:
+    try:  # noqa: SIM105 (as above)
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def remove_published(timeout: float = 1.0) -> None:
+    """The process ends: remove every discovery file it published and has not removed
+    yet, and write none after this. Waits at most ``timeout`` seconds for a write in
+    progress on another thread (a signal handler may call this while its own thread
+    holds the lock: it then removes what it can without it)."""
+    locked = _lock.acquire(True, timeout)
+    try:
+        _published.ended = True
+        for path in list(_published.paths):
+            _published.paths.pop(path, None)
+            try:  # noqa: SIM105 (as above)
+                _unlink(path)
+            except OSError:
+                pass
+    finally:
+        if locked:
+            _lock.release()
 
 
 def _private_temp_file(directory: str) -> tuple[int, str]:

@@ -21,13 +21,20 @@ in its backlog until the server accepts it.
 
 from __future__ import annotations
 
-import _socket  # the C modules: ``socket`` and ``struct`` cost imports more
+import _signal  # the C modules: ``socket``, ``struct`` and ``signal`` cost imports more
+import _socket
 import _struct
 import binascii
 import os
 import time
 
-from .discovery import DiscoveryError, DiscoveryFile, discovery_dir, workspace_path_value
+from .discovery import (
+    DiscoveryError,
+    DiscoveryFile,
+    discovery_dir,
+    remove_published,
+    workspace_path_value,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -156,12 +163,27 @@ def listen(args: Sequence[str]) -> None:
         return
     token = new_token()
     discovery = DiscoveryFile(discovery_dir(), pid, sock.getsockname()[1], token)
+    # Neovim ends its jobs with SIGTERM as it quits, and until pynvim's loop handles
+    # it (then host_exited() cleans up) it would kill the process with the file in
+    # place: from now on it removes the file first. Held back while the file is
+    # written, so that it never comes between the write and its bookkeeping.
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGTERM})
     try:
+        _signal.signal(_signal.SIGTERM, _end_on_sigterm)
         discovery.write(workspace_path)
     except (OSError, DiscoveryError):
         sock.close()
         return
+    finally:
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGTERM})
     _waiting.append(EarlyListener(sock, token, discovery, workspace_path))
+
+
+def _end_on_sigterm(signum: int, frame: types.FrameType | None) -> None:
+    """SIGTERM before pynvim handles it: remove what was published, then end as the
+    signal would have."""
+    remove_published(0.2)
+    os._exit(128 + signum)
 
 
 # The one Lua function the Python side calls (as nvim_editor.py does).
