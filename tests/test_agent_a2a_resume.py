@@ -98,8 +98,12 @@ def test_a_dropped_stream_on_the_real_server_ends_its_turn_and_the_task_goes_on(
         async def main() -> None:
             server = A2ATransport(context({"cmd": [str(SERVER_BIN)]}))
             await server.start(Sink())
-            relay = Relay(int(server.health()["url"].rsplit(":", 1)[1]))
+            port = int(server.health()["url"].rsplit(":", 1)[1])
+            relay = Relay(port)
             t, sink = A2ATransport(context({"url": await relay.start()})), Sink()
+            # The started server answers its host alone (loopback.cjs): the relayed
+            # client carries its secret and names it as the host does.
+            t.headers = {"Authorization": f"Bearer {server.secret}", "Host": f"127.0.0.1:{port}"}
             try:
                 await t.start(sink)
                 fake.add([[{"text": "Partial answer"}], {"wait": "held"}, [{"text": " never"}]])

@@ -22,6 +22,40 @@ def test_an_agent_card_with_extension_v0_is_rfc_and_v1_is_refused() -> None:
     assert devtool.check_extension(["https://example.com/other/v3/spec.md"]) == devtool.CODER_AGENT
 
 
+@pytest.mark.parametrize(
+    ("uri", "version"),
+    [
+        (URI_V0, "0"),
+        ("https://example.com/a2a/development-tool/v0.3.1/spec.md", "0.3.1"),
+        ("https://example.com/developer-profile/v0.4.0-rc.1+build.7/spec.md", "0.4.0-rc.1+build.7"),
+        # The segment after the extension's name, not the first /vN/ of the URI.
+        ("https://example.com/api/v0/development-tool/v1/spec.md", "1"),
+        ("https://example.com/api/v0/development-tool/spec.md", None),
+        # Not semantic versions: leading zeros, a pre-release without a full version.
+        ("https://example.com/developer-profile/v00.1/spec.md", None),
+        ("https://example.com/developer-profile/v0.01/spec.md", None),
+        ("https://example.com/developer-profile/v0.1-beta/spec.md", None),
+        ("https://example.com/developer-profile/v/spec.md", None),
+    ],
+)
+def test_the_extension_version_is_the_semver_segment_after_the_extensions_name(
+    uri: str, version: str | None
+) -> None:
+    assert devtool.extension_version(uri) == version
+
+
+def test_an_extension_uri_with_a_foreign_or_malformed_version_segment_is_refused() -> None:
+    with pytest.raises(devtool.IncompatibleAgentError, match=r"version 1 .* supports version 0"):
+        devtool.check_extension(["https://example.com/api/v0/development-tool/v1/spec.md"])
+    for bad in ("v00.1", "v0.01", "vX", "v0.1-beta"):
+        with pytest.raises(devtool.IncompatibleAgentError, match="names no semantic version"):
+            devtool.check_extension([f"https://example.com/developer-profile/{bad}/spec.md"])
+    # The name must be a whole path segment.
+    assert devtool.check_extension(["https://example.com/my-development-tools/v9/"]) == (
+        devtool.CODER_AGENT
+    )
+
+
 RFC_PENDING_SNAKE: dict[str, Any] = {
     "tool_call_id": "c1",
     "status": "PENDING",

@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from gemini_companion.agent.a2a.gemini_home import EXTENSION_NAME, PrivateHome
+from gemini_companion.agent.a2a.gemini_home import EXTENSION_NAME, PrivateHome, remove_stale
 from gemini_companion.agent.mcp_servers import settings_mcp_server
 
 TOOLS = {
@@ -106,3 +106,35 @@ def test_mcp_servers_in_acp_and_settings_shapes() -> None:
     ) == ("c", {"command": "run", "args": ["1"], "env": {"A": "b"}})
     assert settings_mcp_server({"name": "", "command": "x"}) is None
     assert settings_mcp_server({"name": "n"}) is None
+
+
+def test_only_homes_whose_owner_is_gone_are_removed_as_stale(tmp_path: Path) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    home = user_home(tmp_path)
+    env = {"HOME": str(home), "TMPDIR": str(tmp)}
+    import tempfile
+
+    before = tempfile.tempdir
+    tempfile.tempdir = str(tmp)
+    try:
+        live = PrivateHome.create(env, [TOOLS], "1")
+        left = PrivateHome.create(env, [TOOLS], "1")
+    finally:
+        tempfile.tempdir = before
+    # The process that made ``left`` died: its lock went with it (the descriptor).
+    assert left._lock is not None
+    os.close(left._lock)
+    left._lock = None
+    unlocked = tmp / "gemini-companion-a2a-made-by-someone-else"
+    unlocked.mkdir()
+    (tmp / "gemini-companion-a2a-a-link").symlink_to(home)
+    try:
+        assert remove_stale(str(tmp)) == [left.path]
+        assert not Path(left.path).exists()
+        assert Path(live.path, ".gemini", "settings.json").is_symlink()  # in use: kept
+        assert unlocked.is_dir() and (tmp / "gemini-companion-a2a-a-link").is_symlink()
+        assert (home / ".gemini" / "settings.json").exists()  # links are not followed
+    finally:
+        live.remove()
+    assert not Path(live.path).exists()

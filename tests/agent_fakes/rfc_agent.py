@@ -503,21 +503,29 @@ def card(url: str, extension_uri: str) -> pb.AgentCard:
 
 
 @contextmanager
-def rfc_agent(extension_uri: str = EXTENSION_URI) -> Iterator[tuple[str, RfcAgent]]:
-    """Serve the fake on 127.0.0.1 in a thread; yields its URL and the executor."""
+def rfc_agent(
+    extension_uri: str = EXTENSION_URI,
+    *,
+    card_url: str | None = None,
+    rpc_path: str = "/",
+    host: str = "127.0.0.1",
+) -> Iterator[tuple[str, RfcAgent]]:
+    """Serve the fake on ``host`` (a loopback address) in a thread; yields its URL and
+    the executor. ``rpc_path``: where it answers JSON-RPC; ``card_url``: the URL its
+    card names (by default its own, at ``rpc_path``)."""
     import uvicorn
     from starlette.applications import Starlette
 
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.bind((host, 0))
     port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{host}:{port}"
     agent = RfcAgent()
-    agent_card = card(url + "/", extension_uri)
+    agent_card = card(card_url or url + rpc_path, extension_uri)
     handler = Handler(agent, InMemoryTaskStore(), agent_card)
     agent.handler = handler
     app = Starlette(
-        routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/")]
+        routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, rpc_path)]
     )
     server = uvicorn.Server(
         uvicorn.Config(Dropper(app, agent), log_level="critical", lifespan="off")

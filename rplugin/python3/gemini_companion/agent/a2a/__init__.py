@@ -11,7 +11,8 @@ Everything only A2A uses lives here (the core, one level up, knows nothing of it
   ``coder-agent`` and the RFC's).
 - ``gemini_home.py``: the started server's private Gemini home, which adds
   Neovim's tools to the user's settings.
-- ``loopback.cjs``: a Node preload that keeps the started server on 127.0.0.1.
+- ``loopback.cjs``: a Node preload that keeps the started server on 127.0.0.1,
+  answering the plugin alone (a secret), and removes its private home as it ends.
 
 Nothing is imported here: the service loads ``transport.py`` by name.
 """

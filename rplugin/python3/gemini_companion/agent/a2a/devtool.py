@@ -45,10 +45,43 @@ class IncompatibleAgentError(ValueError):
     """The agent declares a version of the extension the plugin does not speak."""
 
 
+# A version segment: ``v`` then a semantic version (Semantic Versioning 2.0.0: no
+# leading zeros; pre-release and build after a full MAJOR.MINOR.PATCH), or its
+# leading part alone (``v0``, ``v0.3``) as the RFC's URI has it.
+_NUMBER = r"(?:0|[1-9][0-9]*)"
+_IDENTIFIER = r"(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+_VERSION_SEGMENT = re.compile(
+    rf"v({_NUMBER}(?:\.{_NUMBER}(?:\.{_NUMBER}"
+    rf"(?:-{_IDENTIFIER}(?:\.{_IDENTIFIER})*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?)?)?)"
+)
+
+
+def _segments(uri: str) -> list[str]:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(uri).path.split("/")
+    except ValueError:
+        return []
+
+
+def is_extension(uri: str) -> bool:
+    """``uri`` names the development-tool extension: one of its path segments is the
+    extension's name (``developer-profile`` in the RFC's URI, or ``development-tool``)."""
+    return any(segment in EXTENSION_MARKERS for segment in _segments(uri))
+
+
 def extension_version(uri: str) -> str | None:
-    """The semantic version embedded in the extension URI (``.../v0/spec.md`` -> ``0``)."""
-    match = re.search(r"/v(\d+(?:\.\d+){0,2}(?:-[0-9A-Za-z.-]+)?)(?:/|$)", uri)
-    return match.group(1) if match else None
+    """The semantic version in the extension URI's version segment, the one right
+    after the extension's name (``.../developer-profile/v0/spec.md`` -> ``0``); None
+    when that segment is missing or not ``v`` + a semantic version."""
+    segments = _segments(uri)
+    for index in range(len(segments) - 1, -1, -1):
+        if segments[index] in EXTENSION_MARKERS:
+            following = segments[index + 1] if index + 1 < len(segments) else ""
+            match = _VERSION_SEGMENT.fullmatch(following)
+            return match.group(1) if match else None
+    return None
 
 
 def check_extension(uris: Sequence[str]) -> str:
@@ -57,12 +90,15 @@ def check_extension(uris: Sequence[str]) -> str:
     :class:`IncompatibleAgentError`; ``coder-agent`` when it does not declare it
     (the real server 0.25.2)."""
     for uri in uris:
-        if not any(marker in uri for marker in EXTENSION_MARKERS):
+        if not is_extension(uri):
             continue
         version = extension_version(uri)
         if version is None:
-            raise IncompatibleAgentError(f"the agent's extension {uri} names no version")
-        major = int(version.split(".")[0].split("-")[0])
+            raise IncompatibleAgentError(
+                f"the agent's extension {uri} names no semantic version after the"
+                " extension's name (.../developer-profile/v<MAJOR>[.<MINOR>.<PATCH>]/...)"
+            )
+        major = int(re.split(r"[.+-]", version)[0])
         if major != SUPPORTED_MAJOR:
             raise IncompatibleAgentError(
                 f"the agent speaks version {version} of the development-tool extension;"
@@ -103,15 +139,13 @@ class Update:
         for key, value in self.metadata.items():
             if key == "coderAgent" and isinstance(value, Mapping):
                 return CODER_AGENT, str(value.get("kind") or "").lower()
-            if any(marker in key for marker in EXTENSION_MARKERS) and isinstance(value, Mapping):
+            if is_extension(key) and isinstance(value, Mapping):
                 return RFC, str(value.get("kind") or "").lower().replace("_", "-")
         return "", ""
 
     def error(self) -> str | None:
         for key, value in self.metadata.items():
-            if (key == "coderAgent" or any(m in key for m in EXTENSION_MARKERS)) and isinstance(
-                value, Mapping
-            ):
+            if (key == "coderAgent" or is_extension(key)) and isinstance(value, Mapping):
                 error = value.get("error")
                 if error:
                     return str(error)

@@ -12,7 +12,15 @@ instead: a fresh directory (0700) whose ``.gemini`` links every entry of the
 user's ``.gemini`` (settings, credentials, history, extensions: the server
 behaves as it would without the plugin) and adds one extension,
 ``gemini-companion-nvim``, naming the plugin's ``/tools`` endpoint with its URL
-and bearer token (the file is 0600). The directory goes when the server stops.
+and bearer token (the file is 0600).
+
+The directory goes with the server, however it ends: the host removes it when
+the server stops; the server's preload (``loopback.cjs``) removes it when the
+server process ends, which Linux makes happen when the host dies (``:qa``, or a
+kill of Neovim or of the host); and a home whose processes were all killed before
+they could is removed at the next start (:func:`remove_stale`). The host holds an
+exclusive ``flock`` on the home's ``.lock`` for as long as it uses the home: a
+home whose lock can be taken has no owner left.
 
 Entries the user's ``.gemini`` does not have yet and the server creates land in
 the private home and go with it. No ``trust`` is set: the server asks before it
@@ -23,6 +31,7 @@ allow" in its answer.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -36,6 +45,8 @@ from ..mcp_servers import McpServer, settings_mcp_server
 log = logging.getLogger(__name__)
 
 EXTENSION_NAME = "gemini-companion-nvim"
+PREFIX = "gemini-companion-a2a-"
+LOCK = ".lock"
 GEMINI_DIR = ".gemini"
 EXTENSIONS = "extensions"
 
@@ -51,6 +62,7 @@ class PrivateHome:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._lock: int | None = None
 
     @classmethod
     def create(
@@ -61,9 +73,12 @@ class PrivateHome:
     ) -> PrivateHome:
         """Make the home for a server started with ``env`` (its ``GEMINI_CLI_HOME``
         or ``HOME`` names the user's), giving it ``servers``."""
-        path = tempfile.mkdtemp(prefix="gemini-companion-a2a-")  # 0700
+        path = tempfile.mkdtemp(prefix=PREFIX)  # 0700
         home = cls(path)
         try:
+            home._lock = _take_lock(path, create=True)
+            if home._lock is None:  # cannot be: nobody else knows the new folder
+                raise OSError(f"{path} is locked by another process")
             home._fill(user_gemini_dir(env), servers, version)
         except OSError:
             home.remove()
@@ -116,6 +131,59 @@ class PrivateHome:
         """Remove the home (links only: nothing of the user's is followed)."""
         with contextlib.suppress(OSError):
             shutil.rmtree(self.path)
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            os.close(lock)
+
+
+def _take_lock(home: str, *, create: bool = False) -> int | None:
+    """An open descriptor of ``home``'s lock file, locked exclusively; None when
+    another process holds the lock. Not inherited by child processes."""
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if create else 0)
+    fd = os.open(os.path.join(home, LOCK), flags, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def remove_stale(directory: str | None = None) -> list[str]:
+    """Remove the private homes in ``directory`` (the temporary folder) that this
+    user's processes left behind: those whose lock nobody holds. A home in use by
+    another Neovim is locked and kept; a folder without a lock file (being made at
+    this moment, or by another program) is left alone. Returns what was removed."""
+    directory = directory or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(PREFIX):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not entry.is_dir(follow_symlinks=False) or st.st_uid != os.getuid():
+                continue
+            lock = _take_lock(entry.path)
+        except OSError:  # no lock file, or not ours to open
+            continue
+        if lock is None:
+            continue  # in use
+        try:
+            shutil.rmtree(entry.path)
+            removed.append(entry.path)
+            log.info("removed %s, left behind by an A2A server that was killed", entry.path)
+        except OSError as exc:
+            log.warning("could not remove %s: %s", entry.path, exc)
+        finally:
+            os.close(lock)
+    return removed
 
 
 def _entries(path: str) -> list[str]:

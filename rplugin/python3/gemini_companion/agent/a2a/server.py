@@ -3,8 +3,12 @@
 (gemini_home.py) and process (agent/child.py: tied to Neovim, stopped with the
 one policy, its output in the log under this module's logger).
 
-It runs in the workspace, bound to 127.0.0.1 (``loopback.cjs``: 0.25.2 listens
-on every interface otherwise), on the port it picks and prints.
+It runs in the workspace, on the port it picks and prints, behind ``loopback.cjs``
+(a Node preload): bound to 127.0.0.1 (0.25.2 listens on every interface
+otherwise), answering only requests with the secret the transport makes for each
+start (0.25.2 has no authentication of its own), and removing its private home as
+the process ends (Linux ends it when the host dies). Stale homes of servers
+killed with their host are removed before each start (gemini_home.py).
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ from typing import Any
 from ..child import AgentProcess
 from ..mcp_servers import McpServer
 from ..transport import TransportError
-from .gemini_home import PrivateHome
+from .gemini_home import PrivateHome, remove_stale
 
 # The server's own output is logged as "gemini_companion.agent.a2a.server: stderr: ...".
 log = logging.getLogger(__name__)
 
 LOOPBACK_PRELOAD = Path(__file__).with_name("loopback.cjs")
+PRELOAD_VARS = "GEMINI_COMPANION_A2A_"  # TOKEN, HOME, NODE_OPTIONS: read by loopback.cjs
 READY = re.compile(r"Agent Server started on https?://[^:/\s]+:(\d+)")
 START_TIMEOUT = 120.0
 CREDENTIALS = ("GEMINI_API_KEY", "USE_CCPA")
@@ -54,20 +59,31 @@ def resolve_command(cmd: list[str], env: Mapping[str, str], cwd: str) -> list[st
     return [program, *cmd[1:]]
 
 
-def server_env(env: Mapping[str, str], workspace: str) -> dict[str, str]:
+def _node_option_quote(value: str) -> str:
+    """``value`` as one word of ``NODE_OPTIONS`` (double quotes, backslash escapes)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def server_env(env: Mapping[str, str], workspace: str, secret: str) -> dict[str, str]:
     """The server's environment: ``env`` (Neovim's, the terminals' variables and
-    ``agent.a2a.env``) with its port left to it, the loopback preload, its
-    workspace and a git identity."""
+    ``agent.a2a.env``) with its port left to it, the loopback preload and its
+    ``secret``, its workspace and a git identity."""
     if not any(env.get(name) for name in CREDENTIALS):
         raise TransportError(
             "the A2A server needs credentials: set GEMINI_API_KEY (a Gemini API key),"
             " or USE_CCPA=true with a Google login and GOOGLE_CLOUD_PROJECT, in the"
             " environment Neovim starts with (or in agent.a2a.env)"
         )
-    env = dict(env)
+    env = {name: value for name, value in env.items() if not name.startswith(PRELOAD_VARS)}
     env.pop("CODER_AGENT_PORT", None)  # unset: the server picks a free port
-    preload = f"--require {LOOPBACK_PRELOAD}"
-    env["NODE_OPTIONS"] = f"{env.get('NODE_OPTIONS', '')} {preload}".strip()
+    # The preload takes its variables out of the environment and gives the server's
+    # children the user's NODE_OPTIONS back: the agent's commands inherit neither.
+    node_options = env.get("NODE_OPTIONS", "")
+    if node_options:
+        env[PRELOAD_VARS + "NODE_OPTIONS"] = node_options
+    preload = f"--require {_node_option_quote(str(LOOPBACK_PRELOAD))}"
+    env["NODE_OPTIONS"] = f"{node_options} {preload}".strip()
+    env[PRELOAD_VARS + "TOKEN"] = secret
     env.setdefault("CODER_AGENT_WORKSPACE_PATH", workspace)
     # Its checkpoints are commits in a shadow repository: they need an identity.
     env.setdefault("GIT_AUTHOR_NAME", "Gemini agent")
@@ -93,18 +109,23 @@ class LocalServer:
         workspace: str,
         mcp_servers: Sequence[McpServer | Mapping[str, Any]],
         version: str,
+        *,
+        secret: str,
     ) -> LocalServer:
-        """Start ``cmd`` in ``workspace`` and wait until it listens; raises
-        :class:`TransportError` with what to do when it cannot (nothing is left
-        behind then)."""
-        env = server_env(env, workspace)
+        """Start ``cmd`` in ``workspace`` and wait until it listens, answering only
+        requests with ``secret``; raises :class:`TransportError` with what to do
+        when it cannot (nothing is left behind then)."""
+        env = server_env(env, workspace, secret)
         argv = resolve_command(list(cmd), env, workspace)
+        # Homes of servers killed with their host before anyone could remove them.
+        await asyncio.to_thread(remove_stale)
         try:
             # Neovim's tools, through a Gemini home of the server's own (gemini_home.py).
-            home = PrivateHome.create(env, mcp_servers, version)
+            home = await asyncio.to_thread(PrivateHome.create, env, mcp_servers, version)
         except OSError as exc:
             raise TransportError(f"could not make the A2A server's private home: {exc}") from exc
         env["GEMINI_CLI_HOME"] = home.path
+        env[PRELOAD_VARS + "HOME"] = home.path  # removed by the server as it ends
         log.info("starting the A2A server: %s in %s", argv, workspace)
         try:
             process = await AgentProcess.start(argv, cwd=workspace, env=env, log=log)

@@ -29,6 +29,7 @@ import dataclasses
 import json
 import logging
 import re
+import secrets
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,24 @@ TURN_END_STATES = TERMINAL_STATES | {"input-required", "auth-required"}
 RESUME_ATTEMPTS = 3
 
 
+def same_origin(url: str, other: str) -> bool:
+    """``url`` and ``other`` have one scheme, host and port (RFC 6454)."""
+    from urllib.parse import urlsplit
+
+    def origin(u: str) -> tuple[str, str, int | None] | None:
+        try:
+            parts = urlsplit(u)
+            port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+        except ValueError:
+            return None
+        if not parts.scheme or not parts.hostname:
+            return None
+        return parts.scheme.lower(), parts.hostname.lower(), port
+
+    mine = origin(url)
+    return mine is not None and mine == origin(other)
+
+
 class A2ATransport(Transport):
     protocol = "a2a"
 
@@ -84,6 +103,9 @@ class A2ATransport(Transport):
         self._conversation: tuple[str, str, str] | None = None  # while a command's task runs
         self.server_version = ""
         self.extension_uri = ""
+        # Sent with every request to agent.a2a.url (a started server gets its secret).
+        self.headers: dict[str, str] = {}
+        self.secret = ""  # the started server's
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -107,15 +129,20 @@ class A2ATransport(Transport):
         url = self._options().get("url")
         self._calls.clear()
         self._modified.clear()
+        headers = dict(self.headers)
         if url:
             self._base_url = str(url).rstrip("/")
         else:
             # A new server knows no task: the conversation starts again.
             self.task_id = self.context_id = self.state = ""
-            self._base_url = await self._start_server()
+            # The started server answers only requests with this secret (loopback.cjs).
+            self.secret = secrets.token_urlsafe(32)
+            self._base_url = await self._start_server(self.secret)
+            headers["Authorization"] = f"Bearer {self.secret}"
         # One connection for the task's life: no keep-alive expiry; no read
         # timeout (streams are quiet while the model thinks or a tool runs).
         self._http = httpx.AsyncClient(
+            headers=headers,
             timeout=httpx.Timeout(30.0, read=None),
             limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=None),
         )
@@ -142,16 +169,9 @@ class A2ATransport(Transport):
             self.dialect = devtool.check_extension(uris)
         except devtool.IncompatibleAgentError as exc:
             raise TransportError(f"incompatible agent: {exc}") from exc
-        self.extension_uri = next(
-            (u for u in uris if any(m in u for m in devtool.EXTENSION_MARKERS)), ""
-        )
+        self.extension_uri = next((u for u in uris if devtool.is_extension(u)), "")
         self.server_version = card.version
-        # The card names the server as "localhost"; stay on the address we know.
-        for interface in card.supported_interfaces:
-            if interface.url.startswith(("http://localhost", "http://127.0.0.1")) or not (
-                self._options().get("url")
-            ):
-                interface.url = self._base_url + "/"
+        self._pin_interfaces(card)
         self._rpc_url = (
             card.supported_interfaces[0].url if card.supported_interfaces else self._base_url
         )
@@ -178,6 +198,26 @@ class A2ATransport(Transport):
         if self.task_id:
             await self._restore_task()
 
+    def _pin_interfaces(self, card: Any) -> None:
+        """Prompts go where the plugin connected, whatever the card says: to the
+        server it started (whose card names it "localhost"), or to ``agent.a2a.url``.
+        A card's own URL is used only on the configured URL's origin (another path of
+        the same server); one naming another address is replaced, and the user told."""
+        configured = bool(self._options().get("url"))
+        for interface in card.supported_interfaces:
+            if configured and same_origin(interface.url, self._base_url):
+                continue
+            if configured:
+                log.warning("the agent card names %s; using %s", interface.url, self._base_url)
+                self.events.emit(
+                    Notice(
+                        f"The agent card at {self._base_url} names another address"
+                        f" ({interface.url}); prompts go to agent.a2a.url, {self._base_url}.",
+                        "warning",
+                    )
+                )
+            interface.url = self._base_url + "/"
+
     async def _restore_task(self) -> None:
         """Reconnected to an agent that may still hold the task: ``tasks/get`` tells
         whether it is alive; if so, follow-ups stay on it, else a new one starts."""
@@ -200,12 +240,17 @@ class A2ATransport(Transport):
             return
         self.events.emit(Notice(f"Reconnected: task {self.task_id} is {update.state}.", "info"))
 
-    async def _start_server(self) -> str:
+    async def _start_server(self, secret: str) -> str:
         await self._kill()
         env = {**self.context.env, **dict(self._options().get("env") or {})}
         cmd = [str(c) for c in self._options()["cmd"]]
         server = await LocalServer.start(
-            cmd, env, self.context.workspace, self.context.mcp_servers, plugin_version()
+            cmd,
+            env,
+            self.context.workspace,
+            self.context.mcp_servers,
+            plugin_version(),
+            secret=secret,
         )
         self._server = server
         self._watcher = asyncio.get_running_loop().create_task(self._watch(server))
