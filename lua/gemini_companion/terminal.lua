@@ -270,80 +270,6 @@ function M.toggle()
   end
 end
 
---- Type `text` into the CLI's job as a bracketed paste (newlines included, not
---- taken as Enter), then Enter if `submit`.
----@param job integer
----@param text string
----@param submit boolean
-local function type_text(job, text, submit)
-  if vim.fn.jobwait({ job }, 0)[1] ~= -1 then
-    return
-  end
-  vim.fn.chansend(job, "\27[200~" .. text .. "\27[201~")
-  if not submit then
-    return
-  end
-  -- The CLI takes an Enter that comes within 40 ms of a paste (by its own timer,
-  -- which runs late while the CLI is busy starting) as a newline in the prompt.
-  -- So: once the pasted text shows in the terminal, 300 ms later.
-  local buf = current and current.buf
-  local tail = vim.trim(text):sub(-12):gsub("%s", "")
-  local timer = assert(vim.uv.new_timer())
-  local waited = 0
-  timer:start(
-    50,
-    50,
-    vim.schedule_wrap(function()
-      waited = waited + 50
-      local lines = buf and vim.api.nvim_buf_is_valid(buf) and vim.api.nvim_buf_get_lines(buf, 0, -1, false) or {}
-      local shown = table.concat(lines, ""):gsub("%s", ""):find(tail, 1, true)
-      if not shown and waited < 5000 then
-        return
-      end
-      timer:stop()
-      timer:close()
-      vim.defer_fn(function()
-        if vim.fn.jobwait({ job }, 0)[1] == -1 then
-          vim.fn.chansend(job, "\r")
-        end
-      end, 300)
-    end)
-  )
-end
-
---- A CLI that just started reads its input only once its prompt is up, which is
---- when it has connected to us (a state update with one more session): type then,
---- or after 10 s without that.
----@param job integer
----@param text string
----@param sessions_before integer
----@param submit boolean
-local function type_when_connected(job, text, sessions_before, submit)
-  local state = require("gemini_companion.state")
-  local typed = false
-  local function type_once()
-    if not typed then
-      typed = true
-      type_text(job, text, submit)
-    end
-  end
-  local autocmd = vim.api.nvim_create_autocmd("User", {
-    pattern = "GeminiCompanionStatus",
-    callback = function()
-      if #(state.current.sessions or {}) > sessions_before then
-        type_once()
-        return true -- delete this autocommand
-      end
-    end,
-  })
-  vim.defer_fn(function()
-    if not typed then
-      pcall(vim.api.nvim_del_autocmd, autocmd)
-      type_once()
-    end
-  end, 10000)
-end
-
 --- Type text into the running CLI (as if pasted), optionally pressing Enter.
 --- Starts the CLI when none is running and types once it has connected to us
 --- (never waiting for it: failures are reported by vim.notify). Not as a prompt
@@ -358,12 +284,12 @@ function M.send(text, opts)
   local submit = opts.submit or false
   if alive() then
     M.open()
-    type_text(current.job, text, submit)
+    require("gemini_companion.terminal.paste").type(current.job, current.buf, text, submit)
     return true
   end
   local sessions_before = #(require("gemini_companion.state").current.sessions or {})
   start(nil, function(job)
-    type_when_connected(job, text, sessions_before, submit)
+    require("gemini_companion.terminal.paste").when_connected(job, current.buf, text, sessions_before, submit)
   end)
   return true
 end
