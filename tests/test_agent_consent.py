@@ -30,9 +30,8 @@ PENDING_211 = pytest.mark.xfail(strict=True, reason="issue 21 item 1/9: lands ne
 PENDING_216 = pytest.mark.xfail(strict=True, reason="issue 21 item 6: lands next")
 PENDING_216_LOOSE = pytest.mark.xfail(run=False, reason="issue 21 item 6: lands next")
 PENDING_217 = pytest.mark.xfail(strict=True, reason="issue 21 item 7: lands next")
-PENDING_218 = pytest.mark.xfail(strict=True, reason="issue 21 item 8: lands next")
 PENDING_232 = pytest.mark.xfail(strict=True, reason="issue 23 item 2: lands next")
-PENDING_236 = pytest.mark.xfail(strict=True, reason="issue 23 items 5, 6: lands next")
+
 
 ALLOW_ONLY = [
     {"optionId": "proceed_always", "name": "Allow always", "kind": "allow_always"},
@@ -301,7 +300,6 @@ def test_reject_naming_an_allow_option_is_refused_and_answers_nothing(
 # -- 21.8: request ids are unique per pending request ------------------------------------
 
 
-@PENDING_218
 def test_two_requests_with_one_tool_call_id_are_two_requests_each_answered(
     hostile: Callable[..., Hostile],
 ) -> None:
@@ -608,7 +606,6 @@ def test_a_link_swapped_during_the_agents_writes_never_writes_outside(
 # -- 23.6 and 23.5: bad JSON and bad text from the agent ---------------------------------
 
 
-@PENDING_236
 def test_deeply_nested_json_from_the_agent_is_refused_and_the_next_prompt_works(
     hostile: Callable[..., Hostile],
 ) -> None:
@@ -621,7 +618,17 @@ def test_deeply_nested_json_from_the_agent_is_refused_and_the_next_prompt_works(
     agent.wait_transcript("second answer")
 
 
-@PENDING_236
+def test_an_agent_that_closes_its_output_and_lives_on_is_restarted_by_the_next_prompt(
+    hostile: Callable[..., Hostile],
+) -> None:
+    agent = hostile([[say("first"), {"close_stdout": True}], [say("second answer")]])
+    agent.prompt()
+    state = agent.wait_state("the break told", lambda s: s["state"] == "error")
+    assert "the next prompt starts it again" in state["detail"]
+    agent.prompt("again")
+    agent.wait_transcript("second answer")
+
+
 def test_lone_surrogates_and_invalid_utf8_from_the_agent_are_replaced(
     hostile: Callable[..., Hostile],
 ) -> None:

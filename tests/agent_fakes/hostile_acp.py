@@ -20,7 +20,11 @@ Each ``session/prompt`` runs the next turn's steps in order, then answers the pr
 - ``{"deep": N}``: a ``session/update`` notification whose params nest N arrays deep;
 - ``{"wait_for_file": PATH}``: wait until PATH exists (the test's go-ahead);
 - ``{"repeat": N, "steps": [...]}``: those steps N times;
-- ``{"stop": REASON}``: the prompt's stopReason; ``{"hang": true}``: never answer.
+- ``{"stop": REASON}``: the prompt's stopReason; ``{"hang": true}``: never answer;
+- ``{"close_stdout": true}``: close stdout and live on (the turn never ends).
+
+The turns are counted across runs (in LOG.turns): a restarted agent goes on with
+the next turn.
 
 The string ``$SESSION`` anywhere in params is the session id. Every line the agent
 reads and writes is appended to LOG as ``{"dir": "in"|"out", "msg": ...}`` (or
@@ -119,9 +123,16 @@ class Agent:
         if mid is not None:
             self.send({"id": mid, "result": result})
 
+    def next_turn(self) -> list[dict[str, Any]]:
+        counter = self.log.name + ".turns"
+        done = int(open(counter).read()) if os.path.exists(counter) else 0  # noqa: SIM115
+        with open(counter, "w") as f:
+            f.write(str(done + 1))
+        return self.turns[done] if done < len(self.turns) else []
+
     async def turn(self) -> dict[str, Any] | None:
         self.stop = "end_turn"
-        await self.steps(self.turns.pop(0) if self.turns else [])
+        await self.steps(self.next_turn())
         return {"stopReason": self.stop}
 
     async def steps(self, steps: list[dict[str, Any]]) -> None:
@@ -153,6 +164,10 @@ class Agent:
                     await self.steps(step["steps"])
             elif "stop" in step:
                 self.stop = step["stop"]
+            elif step.get("close_stdout"):
+                self.out.close()
+                os.close(1)
+                await asyncio.Event().wait()
             elif step.get("hang"):
                 await asyncio.Event().wait()
 

@@ -32,6 +32,7 @@ class AgentChild:
     process: AgentProcess
     connection: Connection
     garbage_lines: int = 0
+    refused: set[str] = field(default_factory=set)  # why, for each kind refused so far
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
     @property
@@ -72,9 +73,11 @@ async def spawn(
     env: Mapping[str, str],
     handler: Handler,
     on_garbage: Callable[[AgentChild, bytes], None],
+    on_refused: Callable[[AgentChild, str], None] = lambda child, why: None,
 ) -> AgentChild:
     """Start the agent in ``cwd`` and connect to it; ``handler`` answers what it
-    asks, ``on_garbage`` hears of lines on its stdout that are not ACP."""
+    asks, ``on_garbage`` hears of lines on its stdout that are not ACP,
+    ``on_refused`` of messages refused (wire.py's :func:`~.wire.parse_message`)."""
     from acp.connection import Connection
 
     try:
@@ -88,7 +91,11 @@ async def spawn(
         raise TransportError(f"cannot start the agent ({shlex.join(cmd)}): {exc}") from None
     log.info("started %s (pid %d) in %s", shlex.join(cmd), process.pid, cwd)
     holder: list[AgentChild] = []
-    stdio = ChildStdio(process.process, lambda line: on_garbage(holder[0], line))
+    stdio = ChildStdio(
+        process.process,
+        lambda line: on_garbage(holder[0], line),
+        lambda why: on_refused(holder[0], why),
+    )
     child = AgentChild(process, Connection(handler, stdio))
     holder.append(child)
     process.log_lines(process.process.stderr, "agent stderr")

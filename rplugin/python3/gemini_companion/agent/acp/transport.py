@@ -112,6 +112,9 @@ class AcpTransport(Transport):
         self._files: EditorFiles | None = None
         self._store: SessionStore | None = None
         self._permissions: dict[str, _Permission] = {}
+        # The ids given to requests that came with the id of one still waiting
+        # (21.8): alias -> the agent's id, whose updates the alias follows.
+        self._aliases: dict[str, str] = {}
         self._turn: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._stopping = False
@@ -336,6 +339,7 @@ class AcpTransport(Transport):
             env={**self.context.env, **self.options.env},
             handler=self._handle,
             on_garbage=self._garbage,
+            on_refused=self._refused,
         )
         child.tasks.append(asyncio.get_running_loop().create_task(self._watch(child)))
         self._child = child
@@ -354,6 +358,12 @@ class AcpTransport(Transport):
                     "warning",
                 )
             )
+
+    def _refused(self, child: AgentChild, why: str) -> None:
+        log.warning("refused from the agent: %s", why)
+        if why not in child.refused and child is self._child:
+            child.refused.add(why)
+            self._emit(Notice(f"The agent sent {why}: refused (more in the log).", "warning"))
 
     async def _watch(self, child: AgentChild) -> None:
         await child.wait()
@@ -400,6 +410,14 @@ class AcpTransport(Transport):
             # The output closed: the exit (and its code) follows at once, normally.
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(child.wait()), 2)
+            if self._exit_message is None and child is self._child:
+                # The connection broke but the process lives on: stopped, so that the
+                # next prompt starts it again as the message says.
+                self._exit_message = child.exit_text()
+                log.warning("%s", self._exit_message)
+                self._answer_all_cancelled()
+                await self._shutdown_child()
+                self._emit(StatusChange("error", self._exit_message))
             raise TransportError(self._exit_message or child.exit_text()) from None
 
     async def _initialize(self, child: AgentChild) -> None:
@@ -580,10 +598,16 @@ class AcpTransport(Transport):
         for call in list(updates.calls.values()):
             if call.status in FINISHED:
                 continue
+            original = updates.call(self._aliases.get(call.id, ""))
+            if original is not None and original.status in FINISHED and status is None:
+                # An answered duplicate: the agent's updates went to its own id.
+                self._emit(updates.put(call.but(status=original.status, confirmation=None)))
+                continue
             if status is None and call.status != "pending":
                 continue
             final = status or "cancelled"
             self._emit(updates.put(call.but(status=final, confirmation=None)))
+        self._aliases.clear()
 
     def _answer_all_cancelled(self) -> None:
         for pending in list(self._permissions.values()):
@@ -656,6 +680,14 @@ class AcpTransport(Transport):
         if request.session_id != self._session_id or self._updates is None:
             return {"outcome": {"outcome": "cancelled"}}
         call = self._updates.permission(request.tool_call, request.options)
+        if call.id in self._permissions:
+            # A second request with the id of one still waiting: the agent's ids are
+            # not the user's. It gets an id of its own, so each is answered.
+            original, n = call.id, 2
+            while f"{original}#{n}" in self._permissions or self._updates.call(f"{original}#{n}"):
+                n += 1
+            call = call.but(id=f"{original}#{n}")
+            self._aliases[call.id] = original
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._permissions[call.id] = _Permission(call, answer)
         self._emit(self._updates.put(call))
