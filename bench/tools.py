@@ -10,15 +10,26 @@ main loop during the calls, as the longest gap between ticks of a 1 ms timer
 synchronous tool's Lua work alone (measured inside Neovim). Targets: each call under 50 ms, except
 the language server's own time; no stall over 16 ms.
 
-Run: .venv/bin/python bench/tools.py [--runs N]
+Then the floods of issue 23 (``--no-floods`` skips them), each with the longest
+main-loop gap and, for the call floods, the longest wait of a request to Neovim
+(``nvim_eval("1")`` sent every 5 ms meanwhile, as keys typed would wait):
+``findReferences`` answered with 20 000 locations in 2 000 unopened files (a
+language server scripted to answer so, through Neovim's real LSP client; buffers
+added), ``readBuffer`` of a 55 MB line and ``getSelection`` of 40 MB, then 1000
+calls at once and 1000 calls 90 at a time (answered / refused / reset). Targets:
+no gap and no wait over 100 ms, no buffer added, no connection reset.
+
+Run: .venv/bin/python bench/tools.py [--runs N] [--no-floods]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -68,6 +79,7 @@ def timed(conn: SyncMcpConnection, name: str, args: dict[str, Any], runs: int) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=30, help="calls per tool (default 30)")
+    parser.add_argument("--no-floods", action="store_true", help="skip the floods of issue 23")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gemini-tools-bench-") as tmp:
         root = Path(tmp)
@@ -129,8 +141,167 @@ def main() -> None:
                     f"  {name} Lua work on the main loop: median {statistics.median(work):.2f} ms,"
                     f" max {max(work):.2f} ms"
                 )
+            if not args.no_floods:
+                floods(nvim, project)
         finally:
             nvim.close()
+
+
+class RequestWaits:
+    """``nvim_eval("1")`` every 5 ms, from a client of its own on a thread of its
+    own (Neovim's server socket): the longest wait."""
+
+    def __init__(self, nvim: Nvim) -> None:
+        self._address = str(nvim.lua("return vim.v.servername"))
+        self._stop = threading.Event()
+        self.longest = 0.0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import pynvim
+
+        client = pynvim.attach("socket", path=self._address)
+        try:
+            while not self._stop.wait(0.005):
+                start = time.perf_counter()
+                client.eval("1")
+                self.longest = max(self.longest, (time.perf_counter() - start) * 1000)
+        finally:
+            client.close()
+
+    def __enter__(self) -> RequestWaits:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def gap_since_reset(nvim: Nvim) -> float:
+    return float(nvim.lua("local g = _G.bench_gap; _G.bench_gap = 0; return g"))
+
+
+STEP_PROBE = """
+local tools = require('gemini_companion.tools')
+_G.bench_step = 0
+if not _G.bench_run then
+  _G.bench_run = tools.run
+  tools.run = function(...)
+    local t = vim.uv.hrtime()
+    _G.bench_run(...)
+    _G.bench_step = math.max(_G.bench_step, (vim.uv.hrtime() - t) / 1e6)
+  end
+end
+"""
+
+
+def longest_step(nvim: Nvim) -> float:
+    """The longest first step of a tool call on the main loop since the last ask."""
+    return float(nvim.lua("local s = _G.bench_step; _G.bench_step = 0; return s"))
+
+
+def settle(nvim: Nvim) -> None:
+    """Forget the gaps so far, once the probe has ticked after the last set-up step
+    (a gap is recorded at the tick that ends it)."""
+    nvim.lua("vim.wait(20)")
+    gap_since_reset(nvim)
+
+
+def floods(nvim: Nvim, project: Path) -> None:
+    from test_tools import SCRIPTED_SERVER, location, simultaneous_calls
+
+    print("floods (issue 23; targets: gap and wait < 100 ms, no buffer added, none reset)")
+    print(
+        "  (gap: the longest between two ticks of a 1 ms timer, which CPU contention"
+        " lengthens too; step: the longest main-loop step of a tool call itself)"
+    )
+    nvim.lua(STALL_PROBE)
+    nvim.lua(STEP_PROBE)
+    pkg = project / "pkg"
+    pkg.mkdir()
+    locations = []
+    for i in range(2000):
+        path = pkg / f"m{i:04d}.py"
+        path.write_text("".join(f"value_{j} = greet({j})\n" for j in range(10)))
+        locations += [location(path.as_uri(), j, 10, 5) for j in range(10)]
+    answers = project.parent / "answers.json"
+    answers.write_text(json.dumps(locations))
+    script = project.parent / "scripted_server.py"
+    script.write_text(SCRIPTED_SERVER)
+    nvim.api.command(f"edit {project / 'f0.txt'}")
+    nvim.lua(
+        "return vim.lsp.start({ name = 'scripted', cmd = { ... } }, { bufnr = 0 })",
+        sys.executable,
+        str(script),
+        str(answers),
+    )
+    wait_for(
+        lambda: nvim.lua("local c = vim.lsp.get_clients({bufnr=0})[1]; return c and c.initialized"),
+        15,
+        "the scripted server",
+    )
+    buffers = nvim.lua("return #vim.api.nvim_list_bufs()")
+    with mcp_client(nvim.state()["port"], nvim.token(), "/tools") as conn:
+        settle(nvim)
+        took = timed(
+            conn,
+            "findReferences",
+            {"filePath": str(project / "f0.txt"), "line": 1, "character": 1},
+            1,
+        )
+        added = nvim.lua("return #vim.api.nvim_list_bufs()") - buffers
+        print(
+            f"  findReferences, 20000 locations in 2000 unopened files: {took[0]:.0f} ms,"
+            f" longest gap {gap_since_reset(nvim):.1f} ms, {added} buffers added"
+        )
+        huge = project / "minified.js"
+        nvim.lua(
+            "local buf = vim.api.nvim_create_buf(true, false); vim.api.nvim_buf_set_name(buf, ...)"
+            "; vim.api.nvim_buf_set_lines(buf, 0, -1, false, { string.rep('é123456789', 5000000) })"
+            "; vim.api.nvim_set_current_buf(buf)",
+            str(huge),
+        )
+        settle(nvim)
+        longest_step(nvim)
+        samples = timed(conn, "readBuffer", {"filePath": str(huge)}, 5)
+        samples += timed(
+            conn, "readBuffer", {"filePath": str(huge), "startCharacter": 49_000_000}, 5
+        )
+        print(
+            f"  readBuffer of one 55 MB line (start, end): median {statistics.median(samples):.0f}"
+            f" ms, longest gap {gap_since_reset(nvim):.1f} ms, step {longest_step(nvim):.1f} ms"
+        )
+        nvim.lua(
+            "local buf = vim.api.nvim_create_buf(true, false); vim.api.nvim_buf_set_name(buf, ...)"
+            "; local lines = {}; for i = 1, 400000 do lines[i] = string.format('%09d', i)"
+            " .. string.rep('.', 90) end; vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)"
+            "; vim.api.nvim_set_current_buf(buf)",
+            str(project / "log.txt"),
+        )
+        nvim.api.input("ggVG")
+        wait_for(lambda: nvim.api.api.get_mode()["mode"] == "V", 5, "Visual mode")
+        settle(nvim)
+        longest_step(nvim)
+        samples = timed(conn, "getSelection", {}, 5)
+        print(
+            f"  getSelection of 40 MB: median {statistics.median(samples):.0f} ms,"
+            f" longest gap {gap_since_reset(nvim):.1f} ms, step {longest_step(nvim):.1f} ms"
+        )
+        nvim.api.input("<Esc>")
+    for count, at_once in ((1000, 1000), (1000, 90)):
+        settle(nvim)
+        longest_step(nvim)
+        start = time.perf_counter()
+        with RequestWaits(nvim) as waits:
+            outcomes = simultaneous_calls(nvim, count, at_once)
+        took = time.perf_counter() - start
+        print(
+            f"  {count} listOpenBuffers calls, {at_once} at a time: {took:.1f} s,"
+            f" {', '.join(f'{n} {kind}' for kind, n in sorted(outcomes.items()))};"
+            f" longest request wait {waits.longest:.0f} ms,"
+            f" longest gap {gap_since_reset(nvim):.1f} ms, step {longest_step(nvim):.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -42,6 +42,14 @@ M.modules = {
 ---@type table<string, gemini_companion.Tool>?
 local by_name
 
+local uv = vim.uv or vim.loop
+
+--- Most main-loop time one step of a tool call takes before it gives the loop back.
+M.step_ms = 10
+
+---@type integer? when the running step of a tool call began (uv.hrtime)
+local step_started
+
 ---@return table<string, gemini_companion.Tool>
 local function tools()
   if not by_name then
@@ -91,11 +99,29 @@ function M.run(id, name, args)
   args._scope = nil
   ---@type gemini_companion.ToolCall
   local call = { reply = reply, allowed = scope.allowed == true, roots = scope.roots or {} }
-  local ok, value = pcall(tool.run, args, call)
-  if not ok then
-    reply(false, type(value) == "table" and value.tool_error or ("failed in Neovim: " .. tostring(value)))
-  elseif not tool.async then
-    reply(true, value)
+  -- A coroutine, so that long work (a walk along a 50 MB line) can give the main
+  -- loop back between steps (M.pause); most calls finish in their first step.
+  local co = coroutine.create(tool.run)
+  local function step(...)
+    step_started = uv.hrtime()
+    local ok, value = coroutine.resume(co, ...)
+    step_started = nil
+    if not ok then
+      reply(false, type(value) == "table" and value.tool_error or ("failed in Neovim: " .. tostring(value)))
+    elseif coroutine.status(co) == "suspended" then
+      vim.schedule(step)
+    elseif not tool.async then
+      reply(true, value)
+    end
+  end
+  step(args, call)
+end
+
+--- Give the main loop back if this step of a tool call has run `M.step_ms`: the
+--- call goes on in a later iteration. Long loops call it; a no-op outside a call.
+function M.pause()
+  if step_started and (uv.hrtime() - step_started) / 1e6 >= M.step_ms then
+    coroutine.yield()
   end
 end
 

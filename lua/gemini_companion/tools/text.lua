@@ -3,7 +3,7 @@
 --- A buffer line can be 50 MB (minified code, a log): fetching it whole, or counting
 --- its characters in one go, stalls Neovim for a second. Here a line's length comes
 --- from byte offsets (`nvim_buf_get_offset`), text from byte ranges
---- (`nvim_buf_get_text`), and characters are counted in 64 KiB pieces, remembered
+--- (`nvim_buf_get_text`), and characters are counted in 1 MiB pieces, remembered
 --- per line for one call, so no call reads more of a line than it answers with
 --- plus one piece per position it converts.
 ---
@@ -12,8 +12,9 @@ local M = {}
 
 local api, fn = vim.api, vim.fn
 
---- Lines up to this long are fetched whole; longer ones are read in pieces this big.
+--- Lines up to this long are fetched whole; longer ones are read in pieces of `step`.
 M.piece = 65536
+M.step = 1048576
 
 ---@param line string
 ---@return boolean
@@ -94,6 +95,18 @@ function M.whole_chars(s)
   return cut > 0 and s:sub(1, #s - cut) or s
 end
 
+local nvim_011 = fn.has("nvim-0.11") == 1
+
+--- Characters (code points) in `s`, counted in C.
+---@param s string
+---@return integer
+local function count_chars(s)
+  if nvim_011 then
+    return vim.str_utfindex(s, "utf-32")
+  end
+  return (vim.str_utfindex(s)) ---@diagnostic disable-line: missing-parameter
+end
+
 ---@class gemini_companion.LinePositions
 ---@field buf integer
 ---@field lines table<integer, string> short lines, fetched whole
@@ -153,12 +166,13 @@ local function walk(self, row, length, before)
       break
     end
   end
+  local tick = api.nvim_buf_get_changedtick(self.buf)
   while point.byte < length do
-    local piece = M.whole_chars(M.slice(self.buf, row, point.byte, math.min(length, point.byte + M.piece)))
+    local piece = M.whole_chars(M.slice(self.buf, row, point.byte, math.min(length, point.byte + M.step)))
     if piece == "" then
       break
     end
-    local next_point = { byte = point.byte + #piece, char = point.char + fn.strchars(piece) }
+    local next_point = { byte = point.byte + #piece, char = point.char + count_chars(piece) }
     if next_point.byte > marks[#marks].byte then
       marks[#marks + 1] = next_point
     end
@@ -166,6 +180,10 @@ local function walk(self, row, length, before)
       break
     end
     point = next_point
+    require("gemini_companion.tools").pause()
+    if api.nvim_buf_get_changedtick(self.buf) ~= tick then
+      error({ tool_error = "the buffer changed while it was being read: ask again" }, 0)
+    end
   end
   return point
 end
@@ -185,7 +203,7 @@ function M.Positions.char(self, row, byte)
     return b <= target
   end)
   local rest = M.slice(self.buf, row, point.byte, target)
-  return point.char + fn.strchars(rest) + math.max(0, byte - length)
+  return point.char + count_chars(rest) + math.max(0, byte - length)
 end
 
 --- The 0-based byte of 1-based character `char` of line `row` (the length past its end).
@@ -201,7 +219,7 @@ function M.Positions.byte(self, row, char)
   local point = walk(self, row, length, function(_, c)
     return c <= char
   end)
-  local piece = M.slice(self.buf, row, point.byte, math.min(length, point.byte + M.piece + 3))
+  local piece = M.slice(self.buf, row, point.byte, math.min(length, point.byte + M.step + 3))
   local index = fn.byteidx(piece, char - point.char)
   return index < 0 and length or point.byte + index
 end

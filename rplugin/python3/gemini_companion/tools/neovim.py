@@ -51,7 +51,7 @@ SCOPE_ARGUMENT = "_scope"
 """Added to the arguments sent to Neovim (never taken from the agent: no schema has
 it): the path policy's verdict on ``filePath`` and its roots."""
 
-MAX_RUNNING = 4
+MAX_RUNNING = 2
 MAX_WAITING = 256
 
 
