@@ -152,8 +152,9 @@ end
 ---@param row integer
 ---@param length integer
 ---@param before fun(byte: integer, char: integer): boolean the point is still before the target
+---@param limit? integer no further than this byte (the target, when it is known)
 ---@return { byte: integer, char: integer } point
-local function walk(self, row, length, before)
+local function walk(self, row, length, before, limit)
   local marks = self.marks[row]
   if not marks then
     marks = { { byte = 0, char = 1 } }
@@ -168,7 +169,11 @@ local function walk(self, row, length, before)
   end
   local tick = api.nvim_buf_get_changedtick(self.buf)
   while point.byte < length do
-    local piece = M.whole_chars(M.slice(self.buf, row, point.byte, math.min(length, point.byte + M.step)))
+    local stop = math.min(limit or length, length, point.byte + M.step)
+    if stop <= point.byte then
+      break
+    end
+    local piece = M.whole_chars(M.slice(self.buf, row, point.byte, stop))
     if piece == "" then
       break
     end
@@ -201,7 +206,7 @@ function M.Positions.char(self, row, byte)
   local target = math.min(byte, length)
   local point = walk(self, row, length, function(b)
     return b <= target
-  end)
+  end, target)
   local rest = M.slice(self.buf, row, point.byte, target)
   return point.char + count_chars(rest) + math.max(0, byte - length)
 end
