@@ -26,7 +26,6 @@ HOSTILE = Path(__file__).parent / "agent_fakes" / "hostile_acp.py"
 WAIT = 30
 
 # Fixes that land in the next steps (each test fails on the code before its fix).
-PENDING_211 = pytest.mark.xfail(strict=True, reason="issue 21 item 1/9: lands next")
 PENDING_216 = pytest.mark.xfail(strict=True, reason="issue 21 item 6: lands next")
 PENDING_216_LOOSE = pytest.mark.xfail(run=False, reason="issue 21 item 6: lands next")
 PENDING_217 = pytest.mark.xfail(strict=True, reason="issue 21 item 7: lands next")
@@ -475,7 +474,6 @@ def bad_edit_paths(root: Path) -> dict[str, tuple[Path | str, str]]:
     }
 
 
-@PENDING_211
 @pytest.mark.parametrize("case", list(bad_edit_paths(Path("/"))))
 def test_an_edit_of_a_path_that_fails_the_policy_is_refused_before_anything_is_shown(
     hostile: Callable[..., Hostile], tmp_path: Path, case: str

@@ -34,7 +34,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..editor import Editor
-from ..paths import NotRegularFileError, PathPolicy, has_control, open_regular, shown
+from ..paths import (
+    NotRegularFileError,
+    PathPolicy,
+    check_regular_or_absent,
+    has_control,
+    open_regular,
+    shown,
+)
 from ..text import from_buffer, to_buffer
 from .merge import MergeConflictError, hunks, merge
 
@@ -118,6 +125,27 @@ class EditorFiles:
                 " Neovim: refused. Open the file in Neovim first, or add its folder to the"
                 " diff.allowed_dirs option."
             )
+
+    async def check_edit(self, path: str) -> None:
+        """An edit the agent asks permission for is shown only if ``path`` passes
+        ``openDiff``'s policy: absolute, no control character, a regular file or
+        none yet, and under the policy's folders unless loaded in Neovim. Raises
+        :class:`FileAccessError` saying why, before anything shows the path."""
+        _check_path(path)
+        try:
+            await asyncio.to_thread(check_regular_or_absent, path)
+        except NotRegularFileError as exc:
+            raise FileAccessError(str(exc)) from None
+        except OSError as exc:
+            raise FileAccessError(f"cannot use {shown(path)}: {exc.strerror or exc}") from None
+        policy = self._policy()
+        if policy is not None and not policy.allows(path) and await self._buffer(path) is None:
+            self._check_reach(path)
+
+    def outside(self, path: str) -> bool:
+        """``path`` is outside the policy's folders (shown only if loaded in Neovim)."""
+        policy = self._policy()
+        return policy is not None and not policy.allows(path)
 
     # -- reads ---------------------------------------------------------------------------
 

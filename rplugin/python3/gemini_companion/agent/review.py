@@ -18,6 +18,7 @@ from ..text import discard_handed_over, from_body, to_buffer
 
 if TYPE_CHECKING:
     from ..editor import Editor
+    from ..paths import PathPolicy
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +29,18 @@ Answered = Callable[[str, bool, "str | None", "str | None"], Awaitable[None]]
 class DiffReview:
     """:class:`~.session.EditReview` over diff.lua. Use on the session's loop."""
 
-    def __init__(self, editor: Editor, answered: Answered) -> None:
+    def __init__(
+        self,
+        editor: Editor,
+        answered: Answered,
+        policy: Callable[[], PathPolicy | None] = lambda: None,
+    ) -> None:
+        """``policy``: where files not loaded in Neovim may be shown (the agent's
+        file access policy, as ``openDiff``'s: diff.lua refuses a file outside it
+        unless a buffer has it loaded)."""
         self._editor = editor
         self._answered = answered
+        self._policy = policy
         self._by_call: dict[str, int] = {}
         self._by_id: dict[int, str] = {}
 
@@ -51,6 +61,9 @@ class DiffReview:
             "session": "agent",
             "call_id": call_id,
         }
+        policy = self._policy()
+        if policy is not None and not policy.allows(file_path):
+            spec["outside_workspace"] = True
         try:
             opened = await asyncio.wrap_future(self._editor.open_diff(spec))
         except Exception:

@@ -154,7 +154,7 @@ class AgentService:
         ) -> None:
             await holder[0].edit_answered(call_id, accepted, content, option)
 
-        self._review = DiffReview(self._editor, answered)
+        self._review = DiffReview(self._editor, answered, context.paths)
         session = AgentSession(transport, PanelView(self._editor), self._review)
         holder.append(session)
         self._session = session

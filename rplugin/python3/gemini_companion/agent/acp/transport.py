@@ -679,6 +679,9 @@ class AcpTransport(Transport):
         request = schema.RequestPermissionRequest.model_validate(params)
         if request.session_id != self._session_id or self._updates is None:
             return {"outcome": {"outcome": "cancelled"}}
+        refused = await self._vet_paths(request.tool_call)
+        if refused is not None:
+            return refused
         call = self._updates.permission(request.tool_call, request.options)
         if call.id in self._permissions:
             # A second request with the id of one still waiting: the agent's ids are
@@ -699,6 +702,36 @@ class AcpTransport(Transport):
         if option_id is None:
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+    async def _vet_paths(self, tool_call: Any) -> Any:
+        """Every file an edit request names passes openDiff's path policy before
+        anything of it is shown (files.py's ``check_edit``); else the request is
+        answered ``cancelled`` and the transcript says why, the path escaped."""
+        from acp import schema
+
+        from ..files import FileAccessError
+
+        assert self._files is not None and self._updates is not None
+        for item in tool_call.content or ():
+            if not isinstance(item, schema.FileEditToolCallContent):
+                continue
+            try:
+                await self._files.check_edit(item.path)
+            except FileAccessError as exc:
+                log.warning("refused the agent's edit request: %s", exc)
+                shown_call = self._updates.call(tool_call.tool_call_id)
+                if shown_call is not None and shown_call.status not in FINISHED:
+                    done = shown_call.but(status="cancelled", confirmation=None, error=str(exc))
+                    self._emit(self._updates.put(done))
+                self._emit(
+                    Notice(
+                        f"The agent asked to edit a file the plugin does not show: {exc}."
+                        " Answered cancelled.",
+                        "warning",
+                    )
+                )
+                return {"outcome": {"outcome": "cancelled"}}
+        return None
 
     async def _on_read(self, params: Any) -> Any:
         from acp import schema
