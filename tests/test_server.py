@@ -347,7 +347,7 @@ def _restart_and_quit(nvim: Nvim, first: str) -> None:
 # the held ones and in about one round in eight of the last.
 @pytest.mark.parametrize(
     ("moment", "rounds"),
-    [("host-loading", 3), ("server-loading-restart", 4), ("restart", 8)],
+    [("host-loading", 3), ("server-loading-restart", 4), ("restart", 8), ("restart-at-once", 8)],
 )
 def test_a_quit_at_any_moment_of_a_start_or_restart_leaves_no_discovery_file(
     nvim_factory: Callable[..., Nvim], tmp_path: Path, moment: str, rounds: int
@@ -372,9 +372,21 @@ def test_a_quit_at_any_moment_of_a_start_or_restart_leaves_no_discovery_file(
                 _restart_and_quit(nvim, first["discovery_file"])
             finally:
                 release.touch()
-        else:
+        elif moment == "restart":
             nvim = nvim_factory()
             _restart_and_quit(nvim, nvim.wait_running()["discovery_file"])
+        else:
+            # The quit in the same breath as the start: the host gets it mid-start.
+            nvim = nvim_factory()
+            nvim.wait_running()
+            host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+            with contextlib.suppress(Exception):
+                nvim.lua(
+                    "vim.cmd('GeminiCompanionStop'); vim.cmd('GeminiCompanionStart');"
+                    " vim.cmd('qa!')"
+                )
+            wait_for(lambda p=nvim.pid: not _alive(p), 10, "Neovim to exit")
+            wait_for(lambda h=host: not _alive(h), 10, "the Python host to exit")
         assert nvim.sandbox.discovery_files() == [], f"round {round_}"
 
 
