@@ -381,7 +381,8 @@ def test_accept_proceed_always_in_the_diff_tab_reaches_the_real_server(
         30,
         "the diff tab closed while the turn goes on",
     )
-    assert agent_state(nvim)["state"] == "working"
+    # The answer is recorded as the tab closes: the turn goes on.
+    wait_agent(nvim, "the turn going on", lambda s: s["state"] == "working")
     fake.release("held")
     # "Always" for edits: the second write needs no confirmation from the server.
     wait_transcript(nvim, "Both written.")

@@ -69,7 +69,11 @@ def test_a_tool_call_whose_path_changes_after_the_review_is_refused_and_nothing_
     # The user edits the proposal; meanwhile the agent re-sends the call, elsewhere.
     nvim.api.buffers[view["proposal"]][:] = ["the user's own text"]
     agent.swap.set()
-    wait_for(lambda: outside.name in transcript(nvim), 30, "the changed call shown")
+    wait_for(
+        lambda: any(t in transcript(nvim) for t in (f"Write {outside.name}", "refused")),
+        30,
+        "the changed call handled",
+    )
     # Whatever the user does now in the tab (it closed) or the panel, nothing is written.
     nvim.lua("pcall(vim.cmd, 'GeminiAccept')")
     wait_for(lambda: agent.reported, 30, "the agent's answer")

@@ -17,8 +17,20 @@ real server shapes this module:
   (``commands/get``, ``command/execute``), which a2a-sdk does not have;
 - 0.25.2 hangs when an answer carries modified content: the answer goes without
   it and, once the agent's write succeeded, the user's version is written over it
-  (``_finish_modified_edits``), so the file ends with what the user accepted; the
-  agent is told in the next prompt.
+  (``_finish_modified_edit``), so the file ends with what the user accepted; the
+  agent is told in the next prompt. That write goes to the path the user reviewed,
+  through Neovim's buffer or off the loop on disk, by the agent's file rules
+  (agent/files.py: the path policy, regular files only); if it cannot, the user's
+  text is kept in a private file the message names.
+
+What the user was shown is what is answered: a confirmation whose tool call
+comes again, still waiting, with another path, command, kind or tool
+(:func:`_changes`) is refused: shown as cancelled, the user told, and the agent
+answered with a rejection once its stream ends (:meth:`A2ATransport._after_stream`).
+
+Over 400 lines: connecting, streaming, resuming, answering and slash commands all
+read and change one task's state (task, context, the calls and what the user was
+shown of them); split apart, each piece would carry that state to the others.
 """
 
 from __future__ import annotations
@@ -28,20 +40,25 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import re
 import secrets
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ...paths import shown as shown_path
 from ..model import (
     CommandsUpdate,
+    Confirmation,
     MessageChunk,
     Notice,
     Prompt,
     SessionUpdate,
     StatusChange,
     ThoughtChunk,
+    ToolCall,
     ToolCallUpdate,
     ToolOutput,
     TurnEnd,
@@ -58,6 +75,27 @@ log = logging.getLogger(__name__)
 TERMINAL_STATES = {"completed", "failed", "canceled", "rejected"}
 TURN_END_STATES = TERMINAL_STATES | {"input-required", "auth-required"}
 RESUME_ATTEMPTS = 3
+
+
+def _changes(shown: Confirmation, now: Confirmation) -> list[str]:
+    """What differs between the question the user was shown and ``now``: what
+    would run or be written (the text proposed may change: the user's answer
+    carries the text they accepted)."""
+    out = []
+    for name in ("kind", "file_path", "command", "directory", "server", "tool"):
+        before, after = getattr(shown, name), getattr(now, name)
+        if before != after:
+            out.append(f"{name.replace('_', ' ')} {before!r} became {after!r}")
+    return out
+
+
+def _keep(path: str, text: str) -> str:
+    """Save ``text`` (the user's version of ``path``) in a private file; its path."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(path))[:60]
+    fd, kept = tempfile.mkstemp(prefix="gemini-companion-yours-", suffix=f"-{name}")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    return kept
 
 
 def same_origin(url: str, other: str) -> bool:
@@ -97,8 +135,12 @@ class A2ATransport(Transport):
         self._connected = False
         self._stopping = False
         self._modified: dict[str, tuple[str, str]] = {}  # call id -> (path, user's text)
+        self._shown: dict[str, Confirmation] = {}  # call id -> the question the user sees
+        self._refused: set[str] = set()  # calls changed after they were shown
+        self._refusals: list[tuple[str, Confirmation]] = []  # to answer after the stream
+        self._writes: set[asyncio.Task[None]] = set()  # the user's versions being written
         self._notes: list[str] = []  # for the agent, with the next prompt
-        self._calls: dict[str, Any] = {}
+        self._calls: dict[str, ToolCall] = {}
         self._seen: set[str] = set()  # ids of the current task's messages already shown
         self._conversation: tuple[str, str, str] | None = None  # while a command's task runs
         self.server_version = ""
@@ -129,6 +171,9 @@ class A2ATransport(Transport):
         url = self._options().get("url")
         self._calls.clear()
         self._modified.clear()
+        self._shown.clear()
+        self._refused.clear()
+        self._refusals.clear()
         headers = dict(self.headers)
         if url:
             self._base_url = str(url).rstrip("/")
@@ -339,6 +384,31 @@ class A2ATransport(Transport):
         first = not self.task_id
         request = a2a_pb2.SendMessageRequest(message=self._message(parts, first))
         await self._consume(client.send_message(request))
+        await self._after_stream()
+
+    async def _after_stream(self) -> None:
+        """What waits for the end of a stream: the user's versions being written,
+        and the rejections of tool calls changed after they were shown."""
+        from a2a.types import a2a_pb2
+
+        while self._writes or self._refusals:
+            if self._writes:
+                await asyncio.gather(*list(self._writes), return_exceptions=True)
+                continue
+            call_id, shown = self._refusals.pop(0)
+            reject = next(
+                (o.id for o in shown.options if o.kind in ("reject_once", "reject_always")),
+                "cancel" if self.dialect == devtool.CODER_AGENT else None,
+            )
+            client = self._client
+            if client is None:
+                return
+            if reject is None:  # the RFC defines no other way to skip a call
+                await self.cancel()
+                continue
+            answer = devtool.confirmation_answer(self.dialect, call_id, reject, None)
+            request = a2a_pb2.SendMessageRequest(message=self._message([answer], False))
+            await self._consume(client.send_message(request))
 
     async def _consume(self, stream: AsyncIterator[Any], *, to_turn_end: bool = False) -> None:
         """Stream a turn's events; a stream that breaks while the task is alive is
@@ -496,6 +566,7 @@ class A2ATransport(Transport):
                 continue
             call = devtool.tool_call(self.dialect, data) if kind != "thought" else None
             if call is not None:
+                call = self._as_shown(call)
                 self._calls[call.id] = call
                 events.emit(ToolCallUpdate(call))
                 if call.status == "succeeded" and call.id in self._modified:
@@ -506,6 +577,39 @@ class A2ATransport(Transport):
                 events.emit(
                     ThoughtChunk(str(data.get("description") or ""), str(data.get("subject") or ""))
                 )
+
+    def _as_shown(self, call: ToolCall) -> ToolCall:
+        """``call`` as the panel may show it: a question the user is looking at never
+        changes under them. The first confirmation of a call is what the user sees
+        until they answer; the same call waiting again with another path, command,
+        kind or tool is refused (cancelled here, rejected to the agent after the
+        stream), and a refused call never asks again."""
+        conf = call.confirmation
+        if call.id in self._refused:
+            return call.but(confirmation=None, status="cancelled") if conf is not None else call
+        if conf is None or call.status != "pending":
+            return call
+        shown = self._shown.setdefault(call.id, conf)
+        changes = _changes(shown, conf)
+        if not changes:
+            return call
+        self._refused.add(call.id)
+        self._refusals.append((call.id, shown))
+        why = "; ".join(changes)
+        log.warning("tool call %s changed after it was shown: %s", call.id, why)
+        self.events.emit(
+            Notice(
+                f"The agent changed tool call {call.id} after it was shown to you ({why}):"
+                " refused. Nothing of it runs; the agent is told.",
+                "warning",
+            )
+        )
+        self._notes.append(
+            f"[Tool call {call.id} was refused: it changed after the user was shown it"
+            f" ({why}). Ask again as a new tool call if it is still needed.]"
+        )
+        before = self._calls.get(call.id, call)
+        return before.but(confirmation=None, status="cancelled", error=f"changed: {why}")
 
     def _back_to_conversation(self) -> None:
         """A slash command's task ended: follow-ups go to the conversation again."""
@@ -518,17 +622,39 @@ class A2ATransport(Transport):
         )
 
     def _finish_modified_edit(self, call_id: str) -> None:
+        """The agent wrote its proposal: write the user's version (off the stream:
+        :meth:`_after_stream` waits for it before the turn ends)."""
         path, text = self._modified.pop(call_id)
+        task = asyncio.get_running_loop().create_task(self._write_users_version(path, text))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _write_users_version(self, path: str, text: str) -> None:
+        """Write ``text`` to ``path`` (the path the user reviewed) by the rules of the
+        agent's own writes: through Neovim's buffer when the file is loaded, else on
+        disk off the loop, regular files only, within the path policy."""
+        from ..files import EditorFiles, FileAccessError
+
         try:
-            with open(path, "w", encoding="utf-8", newline="") as f:
-                f.write(text)
-        except OSError as exc:
-            self.events.emit(Notice(f"could not write your version of {path}: {exc}", "error"))
+            await EditorFiles(self.context.editor, self.context.paths).write(path, text)
+        except FileAccessError as exc:
+            try:
+                kept = await asyncio.to_thread(_keep, path, text)
+            except OSError as failed:
+                log.error("could not keep the user's version of %s: %s", path, failed)
+                kept = "nowhere: it could not be saved either"
+            self.events.emit(
+                Notice(
+                    f"Your edited version of {shown_path(path)} was not written: {exc}."
+                    f" Your text is kept in {kept} .",
+                    "error",
+                )
+            )
             return
         self.events.emit(
             Notice(
-                f"Wrote your edited version of {path} (the A2A server 0.25.2 cannot take"
-                " modified content: it wrote its proposal, then the plugin wrote yours).",
+                f"Wrote your edited version of {shown_path(path)} (the A2A server 0.25.2 cannot"
+                " take modified content: it wrote its proposal, then the plugin wrote yours).",
                 "info",
             )
         )
@@ -536,7 +662,6 @@ class A2ATransport(Transport):
             f"[The user edited your proposed change to {path} before accepting it; the file"
             " now holds the user's version. Read it again before changing it.]"
         )
-        self.context.editor.agent_draw([{"op": "checktime"}])
 
     # -- the transport's interface -------------------------------------------------------
 
@@ -562,12 +687,14 @@ class A2ATransport(Transport):
             else:
                 await self.cancel()
                 return
+        if call_id in self._refused:
+            return  # refused when it changed after it was shown; the agent is told
+        # The question the user answered: the first the call asked (_as_shown).
+        shown = self._shown.pop(call_id, None)
         send = new_content
         if new_content is not None and self.dialect == devtool.CODER_AGENT:
-            call = self._calls.get(call_id)
-            conf = call.confirmation if call is not None else None
-            if conf is not None and conf.file_path:
-                self._modified[call_id] = (conf.file_path, new_content)
+            if shown is not None and shown.file_path:
+                self._modified[call_id] = (shown.file_path, new_content)
             send = None
         await self._send([devtool.confirmation_answer(self.dialect, call_id, option_id, send)])
 
