@@ -588,6 +588,7 @@ class A2ATransport(Transport):
         if call.id in self._refused:
             return call.but(confirmation=None, status="cancelled") if conf is not None else call
         if conf is None or call.status != "pending":
+            self._shown.pop(call.id, None)  # answered or ended: a new question is new
             return call
         shown = self._shown.setdefault(call.id, conf)
         changes = _changes(shown, conf)
@@ -678,6 +679,8 @@ class A2ATransport(Transport):
         await self._send([text])
 
     async def answer(self, call_id: str, option_id: str | None, new_content: str | None) -> None:
+        if call_id in self._refused:
+            return  # refused when it changed after it was shown; the agent is told
         if option_id is None:
             # Rejected, and the agent offered no reject option. 0.25.2's own
             # cancellation is the outcome "cancel"; the RFC defines none but the
@@ -687,8 +690,6 @@ class A2ATransport(Transport):
             else:
                 await self.cancel()
                 return
-        if call_id in self._refused:
-            return  # refused when it changed after it was shown; the agent is told
         # The question the user answered: the first the call asked (_as_shown).
         shown = self._shown.pop(call_id, None)
         send = new_content
