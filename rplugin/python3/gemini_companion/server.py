@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import socket
 import threading
@@ -246,6 +245,8 @@ class CompanionServer:
         no CLI session (no GET stream) and nothing the user can see."""
         while not server.started:  # noqa: ASYNC110 (uvicorn offers a flag, no event)
             await asyncio.sleep(0.002)
+        from .warm_up import warm_up
+
         started = time.perf_counter()
         try:
             await warm_up(app, self.options.token, self.port)
@@ -343,66 +344,6 @@ class _PathRouter:
             await self._lifespan(scope, receive, send)
             return
         await self._routes[scope["path"]](scope, receive, send)
-
-
-async def _asgi_post(
-    app: ASGIApp, headers: list[tuple[bytes, bytes]], body: bytes | None, method: str = "POST"
-) -> tuple[int, dict[bytes, bytes]]:
-    """One request to the IDE endpoint straight into the ASGI app."""
-    from .session_cap import asgi_request
-
-    scope: Scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": IDE_PATH,
-        "raw_path": IDE_PATH.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 0),
-        "server": ("127.0.0.1", 0),
-    }
-    return await asgi_request(app, scope, body or b"")
-
-
-async def warm_up(app: ASGIApp, token: str, port: int) -> None:
-    """initialize, initialized, tools/list, a tools/call (of no tool) and DELETE."""
-    headers = [
-        (b"host", f"127.0.0.1:{port}".encode()),
-        (b"authorization", f"Bearer {token}".encode()),
-        (b"content-type", b"application/json"),
-        (b"accept", b"application/json, text/event-stream"),
-    ]
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "warm-up", "version": "0"},
-        },
-    }
-    status, response = await _asgi_post(app, headers, json.dumps(initialize).encode())
-    session = response.get(b"mcp-session-id")
-    if status != 200 or session is None:
-        return
-    headers += [(b"mcp-session-id", session), (b"mcp-protocol-version", b"2025-06-18")]
-    for message in (
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "", "arguments": {}},
-        },
-    ):
-        await _asgi_post(app, headers, json.dumps(message).encode())
-    await _asgi_post(app, headers, None, "DELETE")
 
 
 _background: set[asyncio.Task[Any]] = set()
