@@ -13,8 +13,10 @@ stack later still, in the server thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -167,9 +169,12 @@ class GeminiCompanionPlugin:
     @pynvim.shutdown_hook
     def shutdown(self) -> None:
         # Neovim is quitting and waits for this process to exit: the run's cleanup
-        # (views, discovery file) gets a few milliseconds, the server thread none.
-        if (companion := self._existing()) is not None and companion.running:
-            companion.stop(wait=0.02)
+        # (views, discovery file) gets a few milliseconds, the server thread none; an
+        # agent the panel started gets a moment to stop (companion.AGENT_EXIT_SECONDS).
+        if (companion := self._existing()) is not None:
+            if companion.running:
+                companion.stop(wait=0.02)
+            companion.wait_for_agents()
 
 
 # The plugin object pynvim made (one per host), for host_exited().
@@ -186,13 +191,19 @@ def host_exited(error: BaseException | None = None) -> None:
     loop; pynvim ends it with an exception on SIGTERM, the usual way out."""
     code = 0
     try:
+        # Ending already: a second SIGTERM (Neovim sends one as it quits, maybe after
+        # the channel closed) must not cut the wait for the agent's stop short.
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         early = sys.modules.get(f"{__name__}.early")
         if early is not None:
             early.discard()  # published early, never served
         for plugin in _plugins:
             companion = plugin._existing()
-            if companion is not None and companion.running:
-                companion.stop(wait=0.02)
+            if companion is not None:
+                if companion.running:
+                    companion.stop(wait=0.02)  # Lua's VimLeavePre may have stopped it
+                companion.wait_for_agents()
         if error is not None and not str(error).startswith("Received signal"):
             code = 1  # EOFError: Neovim went away without quitting (it was killed)
             log.warning("the Neovim channel ended: %r", error)

@@ -13,6 +13,7 @@ thread when the server dies, or on the host thread when the loop is already gone
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -46,6 +47,11 @@ if TYPE_CHECKING:
     from .sessions import SessionStream
 
 log = logging.getLogger(__name__)
+
+# As the process ends (Neovim quits), how long the host waits for the agent panel's
+# agent to stop (its process gone, its private home removed): Neovim kills the host
+# 2 s after asking it to end.
+AGENT_EXIT_SECONDS = 1.5
 
 
 @dataclass
@@ -188,6 +194,12 @@ class ServerRun:
         )
         self._close_lock = threading.Lock()
         self.closed = threading.Event()
+        # The agent panel's service: built, driven and stopped on this loop.
+        # ``agent_stopped`` (thread-safe) is set while no agent of this run may run.
+        self.agent: AgentService | None = None
+        self.agent_stopped = threading.Event()
+        self.agent_stopped.set()
+        self._agent_stop: asyncio.Task[None] | None = None
         log.info(
             "listening on 127.0.0.1:%d, discovery file %s%s",
             server.port,
@@ -203,9 +215,78 @@ class ServerRun:
     # -- on the server loop ------------------------------------------------------------
 
     def shutdown(self) -> None:
-        """Stop: views stay, marked, with any edits; the file goes; then the server exits."""
+        """Stop: views stay, marked, with any edits; the file goes; the agent stops
+        (awaited: its process gone, its private home removed); then the server exits."""
         self.close(None)
-        self.server.request_exit()
+        agent, self.agent = self.agent, None
+        if agent is None:
+            self.agent_stopped.set()
+            self.server.request_exit()
+            return
+
+        async def stop_agent() -> None:
+            try:
+                await agent.stop()
+            except Exception:
+                log.exception("stopping the agent failed")
+            finally:
+                self.agent_stopped.set()
+                self.server.request_exit()
+
+        self._agent_stop = asyncio.get_running_loop().create_task(stop_agent())
+
+    # -- the agent panel (on the loop) ---------------------------------------------------
+
+    def agent_request(self, action: str, args: Mapping[str, Any]) -> None:
+        """A request of lua/gemini_companion/agent, posted by ``Companion``."""
+        if self.closed.is_set():
+            if action != "stop":
+                self._editor.notify(
+                    "Gemini agent: the companion is not running (:GeminiCompanionStart)", ERROR
+                )
+            return
+        if self.agent is None:
+            if action == "stop":
+                return
+            from .agent.service import AgentService
+
+            self.agent = AgentService(
+                self._editor,
+                self._env,
+                self.terminal_env,
+                self._agent_mcp_servers,
+                path_policy=self.path_policy,
+            )
+            self.agent_stopped.clear()
+        self.agent.request(action, args)
+
+    def _agent_mcp_servers(self) -> list[McpServer]:
+        """Neovim's tools, as the agent should get them."""
+        from .agent.mcp_servers import McpServer
+
+        server = self.tools_server()
+        return [McpServer.http(server.name, server.url, server.headers)] if server else []
+
+    async def diff_accepted(
+        self, diff_id: int, text: str | None, eol: bool, fileformat: str, option: str | None
+    ) -> None:
+        """The user accepted diff ``diff_id``: the agent's edit (its review's registry
+        says) or a CLI's (``None``: a kept proposal accepted unchanged)."""
+        agent = self.agent
+        if agent is not None and agent.owns_diff(diff_id):
+            if text is None:  # never kept for an agent's edit (diff.lua): send the text
+                self._editor.accept_failed(diff_id, "The proposal could not be sent: accept again.")
+            else:
+                await agent.diff_accepted(diff_id, text, eol, fileformat, option)
+            return
+        await self.diffs.accepted(diff_id, text, eol, fileformat)
+
+    async def diff_rejected(self, diff_id: int, option: str | None) -> None:
+        agent = self.agent
+        if agent is not None and agent.owns_diff(diff_id):
+            await agent.diff_rejected(diff_id, option)
+            return
+        await self.diffs.rejected(diff_id)
 
     def set_workspace(self, directories: list[str]) -> None:
         self._workspace_dirs = directories
@@ -330,9 +411,8 @@ class Companion:
         self._publish_lock = threading.Lock()
         self._shown: ServerRun | None = None
         self._state: dict[str, Any] = stopped_state("")
-        # The agent panel's session lives on the loop of the run it was made in.
-        self._agent: AgentService | None = None
-        self._agent_run: ServerRun | None = None
+        # Runs told to shut down whose agent may still be stopping (wait_for_agents).
+        self._ending: list[ServerRun] = []
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -370,16 +450,30 @@ class Companion:
 
         ``wait`` (only as the process ends): wait that long for the shutdown, then
         clean up here if the loop has not (it may still be importing the server's
-        packages), so the discovery file never outlives the process."""
-        self._stop_agent()
+        packages), so the discovery file never outlives the process; then up to
+        :data:`AGENT_EXIT_SECONDS` for the agent panel's agent to stop."""
         run, self._run = self._run, None
         if run is None:
             self._publish(None, stopped_state(self._workspace_path, self._error))
-            return
-        if not run.server.call_soon(run.shutdown):
+        elif not run.server.call_soon(run.shutdown):
             run.close(None)  # the loop is gone: nobody else touches the run now
-        elif wait > 0 and not run.closed.wait(wait):
-            run.close(None)
+        else:
+            self._ending.append(run)
+            if wait > 0 and not run.closed.wait(wait):
+                run.close(None)
+        if wait > 0:
+            self.wait_for_agents()
+
+    def wait_for_agents(self, timeout: float = AGENT_EXIT_SECONDS) -> bool:
+        """Wait up to ``timeout`` seconds for the agents of the runs stopped so far to
+        stop (their processes gone, their private homes removed): the process is
+        about to end. True if they have."""
+        deadline = time.monotonic() + timeout
+        while self._ending:
+            if not self._ending[0].agent_stopped.wait(max(deadline - time.monotonic(), 0)):
+                return False
+            self._ending.pop(0)
+        return True
 
     def _fail(self, message: str) -> None:
         log.error(message)
@@ -433,26 +527,17 @@ class Companion:
                 log.error("reading the accepted text of diff %d failed: %s", diff_id, exc)
                 self._editor.accept_failed(diff_id, f"The accepted text could not be read: {exc}")
                 return
-        if self._agent is not None and self._agent.owns_diff(diff_id):
-            if text is None:  # never kept for an agent's edit (diff.lua): send the text
-                self._editor.accept_failed(diff_id, "The proposal could not be sent: accept again.")
-            else:
-                self._agent.diff_accepted(diff_id, text, eol, fileformat, option)
-            return
         run = self._run
         if run is None or not run.server.spawn(
-            lambda: run.diffs.accepted(diff_id, text, eol, fileformat)
+            lambda: run.diff_accepted(diff_id, text, eol, fileformat, option)
         ):
             # No server to send it: the view must say so rather than wait for ever.
             self._editor.orphan_diff(diff_id)
 
     def diff_rejected(self, diff_id: int, option: str | None = None) -> None:
-        if self._agent is not None and self._agent.owns_diff(diff_id):
-            self._agent.diff_rejected(diff_id, option)
-            return
         run = self._run
         if run is not None:
-            run.server.spawn(lambda: run.diffs.rejected(diff_id))
+            run.server.spawn(lambda: run.diff_rejected(diff_id, option))
 
     def tool_result(self, call_id: int, ok: bool, value: Any) -> None:
         """Neovim answered a tool call (lua/gemini_companion/tools.lua)."""
@@ -469,48 +554,23 @@ class Companion:
             return None
         return run.tools_server()
 
-    # -- the agent panel (host thread) -------------------------------------------------
+    # -- the agent panel: posted to the run's loop ----------------------------------------
 
     def agent_request(self, action: str, args: Mapping[str, Any]) -> None:
-        """A request of lua/gemini_companion/agent (through host.lua)."""
+        """A request of lua/gemini_companion/agent (through host.lua): the current
+        run builds, drives and stops the agent on its loop."""
         run = self._run
-        if self._agent is not None and self._agent_run is not run:
-            self._stop_agent()  # its run (and loop) is gone
-        if run is None or not self.running:
-            if action != "stop":
-                self._editor.notify(
-                    "Gemini agent: the companion is not running (:GeminiCompanionStart)", ERROR
-                )
+        posted = (
+            run is not None
+            and self.running
+            and run.server.call_soon(run.agent_request, action, dict(args))
+        )
+        if posted:
             return
-        if self._agent is None:
-            if action == "stop":
-                return
-            from .agent.service import AgentService
-
-            self._agent = AgentService(
-                self._editor,
-                run.server,
-                self._env,
-                run.terminal_env,
-                self._agent_mcp_servers,
-                path_policy=run.path_policy,
+        if action != "stop":
+            self._editor.notify(
+                "Gemini agent: the companion is not running (:GeminiCompanionStart)", ERROR
             )
-            self._agent_run = run
-        self._agent.request(action, args)
-        if action == "stop":
-            self._agent = self._agent_run = None
-
-    def _agent_mcp_servers(self) -> list[McpServer]:
-        """Neovim's tools, as the agent should get them."""
-        from .agent.mcp_servers import McpServer
-
-        server = self.tools_server()
-        return [McpServer.http(server.name, server.url, server.headers)] if server else []
-
-    def _stop_agent(self) -> None:
-        agent, self._agent, self._agent_run = self._agent, None, None
-        if agent is not None:
-            agent.stop()
 
     # -- state -----------------------------------------------------------------------
 

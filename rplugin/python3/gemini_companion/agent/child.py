@@ -4,11 +4,13 @@ with one policy, their output in the log.
 - Started in a process group of its own (stopping it stops the shells and tools
   it started) and, on Linux, asked to receive SIGTERM when the thread that
   started it (the server loop's) ends, even if Neovim is killed (PDEATHSIG).
-- Stopped with one policy (:meth:`AgentProcess.stop`): its stdin closed, if it
-  is a pipe (``gemini --acp`` then exits by itself), for up to
-  :data:`GRACE_SECONDS`; then SIGTERM to its group, for up to
-  :data:`GRACE_SECONDS`; then SIGKILL to its group, for up to
-  :data:`GRACE_SECONDS`.
+- Stopped with one policy (:meth:`AgentProcess.stop`): its stdin closed (when it
+  is a pipe) and SIGTERM to its group, at once (``gemini --acp`` 0.61.0 with a
+  session open does not exit within 2 s of the end of its input, and exits
+  cleanly, code 0, on SIGTERM; the A2A server exits on SIGTERM); then, if it
+  has not exited within :data:`GRACE_SECONDS`, SIGKILL to its group, waited
+  for up to :data:`GRACE_SECONDS`. Even when the process exited by itself its
+  group gets the SIGTERM: the shells and tools it started go too.
 - What it prints that is not the protocol (stderr, and stdout for a server
   that speaks HTTP) goes to the log a line at a time, ``"<label>: <line>"``, the
   last lines kept for an error message (:meth:`AgentProcess.tail`).
@@ -141,20 +143,16 @@ class AgentProcess:
     async def stop(self) -> int | None:
         """Stop it with the one policy (module docstring); its exit code."""
         process = self.process
-        stdin = process.stdin
-        if stdin is not None:
+        if process.stdin is not None:
             with contextlib.suppress(Exception):
-                stdin.close()
-            if process.returncode is None:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(process.wait(), GRACE_SECONDS)
+                process.stdin.close()
         for sig in (signal.SIGTERM, signal.SIGKILL):
-            if process.returncode is not None:
-                break
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, sig)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(process.wait(), GRACE_SECONDS)
+            if process.returncode is not None:
+                break
         for task in self._readers:
             task.cancel()
         self._readers = []

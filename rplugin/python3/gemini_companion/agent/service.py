@@ -1,20 +1,22 @@
-"""The agent half as the companion holds it: configuration, transport choice, and
+"""The agent half as a server run holds it: configuration, transport choice, and
 the one :class:`~.session.AgentSession` with its panel view and edit review.
 
-Called on the host thread by ``Companion``; everything it starts runs on the
-server's loop (the ``Runner``), the loop of the MCP server.
+One owner: the run's server loop (the loop of the MCP server). ``ServerRun``
+(companion.py) builds the service there, hands it the panel's requests and the
+user's answers in the diff tab there, and awaits :meth:`AgentService.stop` there
+before the loop ends; the host thread only posts to that loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import logging
 import os
-import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .transport import Transport, TransportContext, TransportError
 
@@ -35,14 +37,6 @@ TRANSPORTS = {
 # A test hook: "path/to/file.py:Class" (or "module:Class") replaces the configured
 # protocol's transport. The test-suite's scripted transport comes in this way.
 TEST_TRANSPORT_VAR = "GEMINI_COMPANION_TEST_TRANSPORT"
-
-
-class Runner(Protocol):
-    """The server loop (server.py's ``CompanionServer``): False when it is gone."""
-
-    def call_soon(self, fn: Callable[..., Any], *args: Any) -> bool: ...
-
-    def spawn(self, coro_fn: Callable[[], Awaitable[Any]]) -> bool: ...
 
 
 @dataclass
@@ -95,12 +89,12 @@ def load_transport_class(protocol: str, env: Mapping[str, str]) -> type[Transpor
 
 
 class AgentService:
-    """Owns the session of the agent panel. Methods are called on the host thread."""
+    """Owns the session of the agent panel. Use on the server loop only: the run
+    (companion.py's ``ServerRun``) builds, drives and stops it there."""
 
     def __init__(
         self,
         editor: Editor,
-        runner: Runner,
         env: Mapping[str, str],
         terminal_env: Callable[[], Mapping[str, str]],
         mcp_servers: Callable[[], list[McpServer]] | None = None,
@@ -112,25 +106,36 @@ class AgentService:
         own workspace added. None: anywhere."""
         self._editor = editor
         self._path_policy = path_policy
-        self._runner = runner
         self._env = dict(env)
         self._terminal_env = terminal_env
         self._mcp_servers = mcp_servers
         self._session: AgentSession | None = None
         self._review: DiffReview | None = None
         self._options: AgentOptions | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
 
     def _agent_paths(self, workspace: str) -> Callable[[], PathPolicy | None]:
         base = self._path_policy
         if base is None:
             return lambda: None
-        from ..paths import PathPolicy
-
-        return lambda: PathPolicy.of([*base().roots, workspace])
+        return lambda: base().with_roots(workspace)
 
     @property
     def session(self) -> AgentSession | None:
         return self._session
+
+    def _spawn(self, coro: Coroutine[Any, Any, None], tasks: set[asyncio.Task[None]]) -> None:
+        """Run ``coro`` on the loop, its failure logged, held in ``tasks`` while it runs."""
+
+        async def logged() -> None:
+            try:
+                await coro
+            except Exception:
+                log.exception("the agent's background task failed")
+
+        task = asyncio.get_running_loop().create_task(logged())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     def _create(self, options: AgentOptions) -> None:
         from .review import DiffReview
@@ -178,43 +183,36 @@ class AgentService:
             return
         if action == "stop":
             self._session = None
-            self._runner.spawn(session.stop)
+            self._spawn(session.stop(), self._stopping)
             return
-        self._runner.call_soon(session.request, action, args)
+        session.request(action, args)
 
     def state(self) -> Mapping[str, Any] | None:
         return None if self._session is None else self._session.state()
 
     def owns_diff(self, diff_id: int) -> bool:
+        """The diff view ``diff_id`` shows one of the agent's edits (the review's own
+        registry, read on its loop)."""
         return self._review is not None and self._review.owns(diff_id)
 
-    def diff_accepted(
+    async def diff_accepted(
         self, diff_id: int, body: str, eol: bool, fileformat: str, option: str | None = None
     ) -> None:
         review = self._review
         if review is not None:
-            self._runner.spawn(lambda: review.accepted(diff_id, body, eol, fileformat, option))
+            await review.accepted(diff_id, body, eol, fileformat, option)
 
-    def diff_rejected(self, diff_id: int, option: str | None = None) -> None:
+    async def diff_rejected(self, diff_id: int, option: str | None = None) -> None:
         review = self._review
         if review is not None:
-            self._runner.spawn(lambda: review.rejected(diff_id, option))
+            await review.rejected(diff_id, option)
 
-    def stop(self, wait: float = 0.0) -> None:
-        """Stop the session; with ``wait``, block up to that many seconds for it (the
-        companion stops: the loop ends after this, and a started agent must not
-        outlive Neovim)."""
+    async def stop(self) -> None:
+        """Stop the session and wait for every stop under way: once this returns the
+        agent's process is gone (and what it made for it, the A2A server's private
+        home)."""
         session, self._session = self._session, None
-        if session is None:
-            return
-        done = threading.Event()
-
-        async def stop() -> None:
-            try:
-                await session.stop()
-            finally:
-                done.set()
-
-        self._runner.spawn(stop)
-        if wait:
-            done.wait(wait)
+        if session is not None:
+            self._spawn(session.stop(), self._stopping)
+        while self._stopping:
+            await asyncio.gather(*self._stopping, return_exceptions=True)
