@@ -21,8 +21,8 @@ one, and a ``newContent`` that looks like one is refused anyway (no NUL is ever
 shown).
 
 Big blocks are given back to the system as soon as they are freed, and what is left
-free after a big request is too (:class:`_Allocator`), so the host returns near its
-size before the request.
+free after a big request is too (allocator.py), so the host returns near its size
+before the request.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .security import BIG_BODY_BYTES, ASGIApp, Message, Receive, Scope, Send
+from .allocator import allocator, release_memory
+from .security import ASGIApp, Message, Receive, Scope, Send
 
 # Bodies (and answers) from this size on are handled here; smaller ones pass as they
 # are, at no cost. Below it the SDK's copies cost less than a MiB or two.
@@ -355,54 +356,3 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
-
-
-class _Allocator:
-    """glibc's allocator, where there is one (else every call does nothing)."""
-
-    # mallopt parameter: allocations from this size on get pages of their own.
-    M_MMAP_THRESHOLD = -3
-
-    def __init__(self) -> None:
-        self._libc: Any = None
-        self._loaded = False
-        self.tuned = False
-
-    def _load(self) -> Any:
-        if not self._loaded:
-            self._loaded = True
-            import ctypes
-
-            with contextlib.suppress(OSError, AttributeError):
-                # not ctypes.util.find_library: it runs ldconfig in a subprocess
-                libc = ctypes.CDLL("libc.so.6")
-                libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-                libc.malloc_trim.argtypes = [ctypes.c_size_t]
-                self._libc = libc
-        return self._libc
-
-    def tune(self, threshold: int = BIG_BODY_BYTES) -> None:
-        """Blocks of ``threshold`` bytes and more are mapped on their own, and given
-        back to the system as soon as they are freed. By default glibc raises that
-        threshold to the size of the biggest block freed so far (up to 32 MiB), so
-        after one big request the next ones land in its heaps, whose free top it
-        keeps (up to 64 MiB per thread): the host stayed ~60 MiB above its size at
-        rest after each big closeDiff."""
-        libc = self._load()
-        if libc is not None and not self.tuned:
-            self.tuned = bool(libc.mallopt(self.M_MMAP_THRESHOLD, threshold))
-
-    def trim(self) -> None:
-        """Give free heap pages back to the system."""
-        libc = self._load()
-        if libc is not None:
-            libc.malloc_trim(0)
-
-
-allocator = _Allocator()
-
-
-def release_memory() -> None:
-    """After a big request: what its smaller pieces left free in the heaps goes back
-    to the system (the big blocks went already, see :meth:`_Allocator.tune`)."""
-    allocator.trim()
