@@ -204,7 +204,7 @@ def longest_step(nvim: Nvim) -> float:
 def settle(nvim: Nvim) -> None:
     """Forget the gaps so far, once the probe has ticked after the last set-up step
     (a gap is recorded at the tick that ends it)."""
-    nvim.lua("vim.wait(20)")
+    nvim.lua("collectgarbage(); vim.wait(20)")  # the set-up's garbage is not the tools'
     gap_since_reset(nvim)
 
 

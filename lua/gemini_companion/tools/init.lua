@@ -99,26 +99,40 @@ function M.run(id, name, args)
   args._scope = nil
   ---@type gemini_companion.ToolCall
   local call = { reply = reply, allowed = scope.allowed == true, roots = scope.roots or {} }
-  -- A coroutine, so that long work (a walk along a 50 MB line) can give the main
-  -- loop back between steps (M.pause); most calls finish in their first step.
-  local co = coroutine.create(tool.run)
-  local function step(...)
-    step_started = uv.hrtime()
-    local ok, value = coroutine.resume(co, ...)
-    step_started = nil
+  M.in_steps(tool.run, function(ok, value)
     if not ok then
       reply(false, type(value) == "table" and value.tool_error or ("failed in Neovim: " .. tostring(value)))
-    elseif coroutine.status(co) == "suspended" then
-      vim.schedule(step)
     elseif not tool.async then
       reply(true, value)
     end
-  end
-  step(args, call)
+  end, args, call)
 end
 
---- Give the main loop back if this step of a tool call has run `M.step_ms`: the
---- call goes on in a later iteration. Long loops call it; a no-op outside a call.
+--- Run `fn(...)` as a coroutine, in steps: long work (a walk along a 50 MB line,
+--- 20 000 locations) calls `M.pause()`, which gives the main loop back once a step
+--- has run `step_ms`, and goes on in a later iteration. `done(ok, value)` at the end.
+---@param fn function
+---@param done fun(ok: boolean, value: any)
+function M.in_steps(fn, done, ...)
+  local co = coroutine.create(fn)
+  local function step(...)
+    local outer = step_started
+    step_started = uv.hrtime()
+    local ok, value = coroutine.resume(co, ...)
+    step_started = outer
+    if not ok then
+      done(false, value)
+    elseif coroutine.status(co) == "suspended" then
+      vim.schedule(step)
+    else
+      done(true, value)
+    end
+  end
+  step(...)
+end
+
+--- Give the main loop back if this step has run `M.step_ms`: the work goes on in
+--- a later iteration. Long loops call it; a no-op outside `in_steps`.
 function M.pause()
   if step_started and (uv.hrtime() - step_started) / 1e6 >= M.step_ms then
     coroutine.yield()

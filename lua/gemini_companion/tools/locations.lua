@@ -27,6 +27,7 @@ end
 ---@return { uri: string, range: lsp.Range, encoding: string }[] kept
 ---@return integer total
 local function first_locations(results)
+  local pause = require("gemini_companion.tools").pause
   local by_uri, seen, total = {}, {}, 0
   for _, r in ipairs(results) do
     local list = r.result
@@ -45,6 +46,9 @@ local function first_locations(results)
           total = total + 1
           by_uri[uri] = by_uri[uri] or {}
           table.insert(by_uri[uri], { uri = uri, range = range, encoding = r.client.offset_encoding })
+          if total % 512 == 0 then
+            pause()
+          end
         end
       end
     end
@@ -52,7 +56,10 @@ local function first_locations(results)
   local uris = vim.tbl_keys(by_uri)
   table.sort(uris)
   local kept = {}
-  for _, uri in ipairs(uris) do
+  for i, uri in ipairs(uris) do
+    if i % 64 == 0 then
+      pause()
+    end
     local rows = by_uri[uri]
     table.sort(rows, function(a, b)
       return before(a.range.start, b.range.start)
@@ -113,6 +120,7 @@ function M.convert(results, call, finish, fail)
   local function convert(lines)
     local out = {}
     for i, loc in ipairs(kept) do
+      require("gemini_companion.tools").pause()
       local start, stop = loc.range.start, loc.range["end"]
       local entry = { filePath = loc.path, line = start.line + 1, endLine = stop.line + 1 }
       local line ---@type string?
@@ -152,10 +160,11 @@ function M.convert(results, call, finish, fail)
   end
   if next(wanted) then
     require("gemini_companion.tools.files").read_lines(wanted, function(lines)
-      local ok, err = pcall(convert, lines)
-      if not ok then
-        fail(lsp.message_of(err))
-      end
+      require("gemini_companion.tools").in_steps(convert, function(ok, err)
+        if not ok then
+          fail(lsp.message_of(err))
+        end
+      end, lines)
     end)
   else
     convert({})

@@ -129,10 +129,11 @@ function M.request_all(buf, clients, method, make_params, reply, convert)
       reply(false, "the language server answered with an error: " .. table.concat(errors, "; "))
       return
     end
-    local ok, err = pcall(convert, results, reply)
-    if not ok then
-      reply(false, M.message_of(err))
-    end
+    require("gemini_companion.tools").in_steps(convert, function(ok, err)
+      if not ok then
+        reply(false, M.message_of(err))
+      end
+    end, results, reply)
   end
   for _, client in ipairs(clients) do
     local ok, id = client_request(client, method, make_params(client), function(err, result)
