@@ -92,8 +92,8 @@ class GeminiCompanionPlugin:
         missing = pythonpath.missing_packages()
         self._editor.host_info(0, self._info({}))  # query 0: the host's hello
         try:
-            from .companion import StartOptions
             from .logfile import configure_logging
+            from .run import StartOptions
         except ImportError as exc:
             missing = [exc.name or str(exc), *missing]
         if missing:

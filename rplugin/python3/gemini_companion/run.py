@@ -1,0 +1,385 @@
+"""One run of the companion: the MCP server and what lives as long as it (its
+discovery file, the CLI sessions, the context tracker, the open diffs, Neovim's
+tools and the agent panel's agent), owned by the run's server loop.
+
+A run ends once, in :meth:`ServerRun.close`: on the loop when stopped, on the
+server thread when the server dies, or on the host thread when the loop is
+already gone; a stop awaits the agent (:meth:`ServerRun.shutdown`) before the
+server exits. :class:`~.companion.Companion` (the host thread) decides which run
+is current and only posts to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .context import ContextTracker
+from .diff import DiffController
+from .discovery import (
+    DiscoveryError,
+    DiscoveryFile,
+    discovery_dir,
+    remove_stale_files,
+    workspace_path_value,
+)
+from .early import new_token, terminal_env
+from .early import take as take_early
+from .editor import ERROR, WARN, Editor
+from .paths import PathPolicy
+from .server import CompanionServer, ServerOptions
+from .tools import IDE_PATH, TOOLS_PATH
+from .tools.ide import ide_tools
+from .tools.neovim import McpHttpServer, NeovimTools, ToolDescription, http_server
+
+if TYPE_CHECKING:
+    from .agent.mcp_servers import McpServer
+    from .agent.service import AgentService
+    from .sessions import SessionStream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StartOptions:
+    """What the Lua side passes to ``start`` (lua/gemini_companion/init.lua): the user's
+    options merged over the option schema's defaults (lua/gemini_companion/options.lua)
+    and validated by config.lua. No option has a default here: Lua sends every one,
+    so each default lives in the schema alone."""
+
+    nvim_pid: int
+    workspace_dirs: list[str]
+    keep_alive_seconds: float
+    max_body_bytes: int
+    context_debounce_ms: float
+    allowed_dirs: list[str]
+    tools_enabled: bool
+    context_trusted: bool | None = None  # unset in the schema: nothing is sent to the CLI
+    # Neovim's tools as lua/gemini_companion/tools/ describes them (served on /tools).
+    tools: list[ToolDescription] = field(default_factory=list)
+    quiet: bool = False  # a start by the plugin itself: no "already running" message
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_lua(cls, raw: Mapping[str, Any]) -> StartOptions:
+        context, tools = raw["context"], raw["tools"]
+        trusted = context.get("trusted")
+        return cls(
+            nvim_pid=int(raw["nvim_pid"]),
+            # An empty Lua table may arrive as a map: iterating it gives nothing either way.
+            workspace_dirs=[str(d) for d in raw["workspace_dirs"]],
+            keep_alive_seconds=float(raw["keep_alive_seconds"]),
+            max_body_bytes=int(raw["max_body_bytes"]),
+            context_debounce_ms=float(context["debounce_ms"]),
+            allowed_dirs=[str(d) for d in raw["allowed_dirs"]],
+            tools_enabled=bool(tools["enabled"]),
+            context_trusted=trusted if isinstance(trusted, bool) else None,
+            tools=[ToolDescription.from_lua(t) for t in tools.get("list") or []],
+            quiet=raw.get("quiet") is True,
+            extra=dict(raw),
+        )
+
+
+@dataclass
+class SessionInfo:
+    session_id: str
+    connected_at: float
+
+
+def stopped_state(workspace_path: str, error: str | None = None) -> dict[str, Any]:
+    state: dict[str, Any] = {
+        "running": False,
+        "env": {},
+        "sessions": [],
+        "workspace_path": workspace_path,
+    }
+    if error is not None:
+        state["error"] = error
+    return state
+
+
+Publish = Callable[["ServerRun | None", dict[str, Any]], None]
+
+
+class StartError(Exception):
+    """Why a start failed, as the user is told."""
+
+
+class ServerRun:
+    """One run of the server and what lives as long as it: the discovery file, the
+    CLI sessions, the context tracker and the open diffs.
+
+    Made on the host thread; from :meth:`start` on, everything here runs on the
+    server loop, except :meth:`close` (see the module's docstring).
+    """
+
+    def __init__(
+        self,
+        editor: Editor,
+        publish: Publish,
+        options: StartOptions,
+        env: Mapping[str, str],
+    ) -> None:
+        """Listen and write the discovery file; :class:`StartError` says what failed."""
+        self._editor = editor
+        self._publish = publish
+        self._workspace_dirs = list(options.workspace_dirs)
+        self._allowed_dirs = list(options.allowed_dirs)
+        self._workspace_path = workspace_path = workspace_path_value(self._workspace_dirs)
+        self._env = env
+        directory = discovery_dir(env)
+        # Listening and published already when the host's start command did it
+        # (early.py): adopt its socket, token and file.
+        early = take_early(options.nvim_pid)
+        if early is not None and early.discovery.directory != directory:
+            early.discard()
+            early = None
+        token = early.token if early is not None else new_token()
+        server_options = ServerOptions(
+            token=token,
+            keep_alive_seconds=options.keep_alive_seconds,
+            max_body_bytes=options.max_body_bytes,
+        )
+        self.diffs = DiffController(
+            editor, self._notify_session, self.path_policy, send_event=self._send_event
+        )
+        endpoints = {IDE_PATH: ide_tools(self.diffs)}
+        self.tools: NeovimTools | None = None
+        if options.tools_enabled:
+            self.tools = NeovimTools(
+                editor, lambda: self._workspace_dirs, options.tools, self.path_policy
+            )
+            endpoints[TOOLS_PATH] = self.tools.registry()
+        try:
+            self.server = CompanionServer(
+                server_options,
+                endpoints,
+                listener=self,
+                sock=early.socket() if early is not None else None,
+            )
+        except OSError as exc:
+            raise StartError(f"could not listen on 127.0.0.1: {exc}") from exc
+        self._token = token
+        self._discovery = DiscoveryFile(directory, options.nvim_pid, self.server.port, token)
+        try:
+            removed = remove_stale_files(directory, options.nvim_pid, keep=self._discovery.path)
+            if removed:
+                log.info("removed stale discovery files: %s", removed)
+            if early is None or early.workspace_path != workspace_path:
+                self._discovery.write(workspace_path)
+        except (OSError, DiscoveryError) as exc:
+            self.server.discard()
+            raise StartError(f"could not write the discovery file in {directory}: {exc}") from exc
+        self._sessions: dict[str, SessionInfo] = {}
+        self.started_at = time.time()
+        server = self.server
+        self.context = ContextTracker(
+            lambda: server.streams,
+            debounce_ms=options.context_debounce_ms,
+            trusted=options.context_trusted,
+        )
+        self._close_lock = threading.Lock()
+        self.closed = threading.Event()
+        # The agent panel's service: built, driven and stopped on this loop.
+        # ``agent_stopped`` (thread-safe) is set while no agent of this run may run.
+        self.agent: AgentService | None = None
+        self.agent_stopped = threading.Event()
+        self.agent_stopped.set()
+        self._agent_stop: asyncio.Task[None] | None = None
+        log.info(
+            "listening on 127.0.0.1:%d, discovery file %s%s",
+            server.port,
+            self._discovery.path,
+            " (both made as the host started)" if early is not None else "",
+        )
+
+    def start(self) -> None:
+        """Publish the running state and start the server thread (host thread)."""
+        self._publish(self, self.state())
+        self.server.start(on_exit=self._server_exited)
+
+    # -- on the server loop ------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Stop: views stay, marked, with any edits; the file goes; the agent stops
+        (awaited: its process gone, its private home removed); then the server exits."""
+        self.close(None)
+        agent, self.agent = self.agent, None
+        if agent is None:
+            self.agent_stopped.set()
+            self.server.request_exit()
+            return
+
+        async def stop_agent() -> None:
+            try:
+                await agent.stop()
+            except Exception:
+                log.exception("stopping the agent failed")
+            finally:
+                self.agent_stopped.set()
+                self.server.request_exit()
+
+        self._agent_stop = asyncio.get_running_loop().create_task(stop_agent())
+
+    # -- the agent panel (on the loop) ---------------------------------------------------
+
+    def agent_request(self, action: str, args: Mapping[str, Any]) -> None:
+        """A request of lua/gemini_companion/agent, posted by ``Companion``."""
+        if self.closed.is_set():
+            if action != "stop":
+                self._editor.notify(
+                    "Gemini agent: the companion is not running (:GeminiCompanionStart)", ERROR
+                )
+            return
+        if self.agent is None:
+            if action == "stop":
+                return
+            from .agent.service import AgentService
+
+            self.agent = AgentService(
+                self._editor,
+                self._env,
+                self.terminal_env,
+                self._agent_mcp_servers,
+                path_policy=self.path_policy,
+            )
+            self.agent_stopped.clear()
+        self.agent.request(action, args)
+
+    def _agent_mcp_servers(self) -> list[McpServer]:
+        """Neovim's tools, as the agent should get them."""
+        from .agent.mcp_servers import McpServer
+
+        server = self.tools_server()
+        return [McpServer.http(server.name, server.url, server.headers)] if server else []
+
+    async def diff_accepted(
+        self, diff_id: int, text: str | None, eol: bool, fileformat: str, option: str | None
+    ) -> None:
+        """The user accepted diff ``diff_id``: the agent's edit (its review's registry
+        says) or a CLI's (``None``: a kept proposal accepted unchanged)."""
+        agent = self.agent
+        if agent is not None and agent.owns_diff(diff_id):
+            if text is None:  # never kept for an agent's edit (diff.lua): send the text
+                self._editor.accept_failed(diff_id, "The proposal could not be sent: accept again.")
+            else:
+                await agent.diff_accepted(diff_id, text, eol, fileformat, option)
+            return
+        await self.diffs.accepted(diff_id, text, eol, fileformat)
+
+    async def diff_rejected(self, diff_id: int, option: str | None) -> None:
+        agent = self.agent
+        if agent is not None and agent.owns_diff(diff_id):
+            await agent.diff_rejected(diff_id, option)
+            return
+        await self.diffs.rejected(diff_id)
+
+    def set_workspace(self, directories: list[str]) -> None:
+        self._workspace_dirs = directories
+        value = workspace_path_value(directories)
+        if self.closed.is_set() or value == self._workspace_path:
+            return
+        self._workspace_path = value
+        try:
+            self._discovery.write(value)
+        except (OSError, DiscoveryError) as exc:
+            self._editor.notify(
+                f"Gemini companion: could not update the discovery file: {exc}", WARN
+            )
+        self._publish(self, self.state())
+
+    async def session_opened(self, stream: SessionStream) -> None:
+        if self.closed.is_set():
+            return
+        await self.context.session_opened(stream)  # first: a new CLI sees the context at once
+        self._sessions[stream.session_id] = SessionInfo(stream.session_id, stream.opened_at)
+        log.info("CLI session %s connected", stream.session_id)
+        self._publish(self, self.state())
+
+    def session_closed(self, session_id: str) -> None:
+        log.info("CLI session %s disconnected", session_id)
+        if self.closed.is_set():
+            return
+        self._sessions.pop(session_id, None)
+        self.context.session_closed(session_id)
+        self.diffs.session_closed(session_id)
+        self._publish(self, self.state())
+
+    def path_policy(self) -> PathPolicy:
+        """Where diffs may show files: the workspace folders and ``diff.allowed_dirs``."""
+        return PathPolicy.of([*self._workspace_dirs, *self._allowed_dirs])
+
+    def tools_server(self) -> McpHttpServer | None:
+        """Where an MCP client reaches Neovim's tools (None with ``tools.enabled`` off).
+        Safe on any thread: the port and token are fixed for the run."""
+        if self.tools is None:
+            return None
+        return http_server(self.server.port, self._token)
+
+    async def _notify_session(
+        self, session_id: str, method: str, params: Mapping[str, Any]
+    ) -> bool:
+        streams = self.server.streams
+        if streams is None:
+            return False
+        return await streams.notify(session_id, method, params)
+
+    def _send_event(self, session_id: str, event: bytearray) -> bool:
+        streams = self.server.streams
+        stream = streams.streams.get(session_id) if streams is not None else None
+        return stream is not None and stream.post(event)
+
+    def state(self) -> dict[str, Any]:
+        if self.closed.is_set():
+            return stopped_state(self._workspace_path)
+        return {
+            "running": True,
+            "env": self.terminal_env(),
+            "sessions": [
+                {"id": s.session_id, "connected_at": s.connected_at}
+                for s in self._sessions.values()
+            ],
+            "workspace_path": self._workspace_path,
+            "port": self.server.port,
+            "discovery_file": self._discovery.path,
+            "started_at": self.started_at,
+        }
+
+    def terminal_env(self) -> dict[str, str]:
+        """Variables every job Neovim starts should see while the server runs."""
+        return terminal_env(self._discovery, self._workspace_path, self._env)
+
+    # -- the end -----------------------------------------------------------------------
+
+    def _server_exited(self, error: BaseException | None) -> None:
+        # On the server thread, its loop stopped: nothing else touches this run now.
+        if error is not None:
+            self.close(error)
+
+    def close(self, error: BaseException | None) -> None:
+        """End the run, once: open views are told their CLI is gone (they stay, with
+        any edits), the discovery file is removed and the stopped state published.
+        ``error``: the server died by itself; the user is told, and Lua stops
+        forwarding events."""
+        with self._close_lock:
+            if self.closed.is_set():
+                return
+            self.closed.set()
+        self._discovery.remove()  # first: no CLI may find a server that is going
+        self.context.stop()
+        self.diffs.orphan_all()
+        if self.tools is not None:
+            self.tools.cancel_all()
+        self._sessions.clear()
+        if error is None:
+            self._publish(self, stopped_state(self._workspace_path))
+            return
+        message = f"the server stopped unexpectedly ({error}); see the log file"
+        self._publish(self, stopped_state(self._workspace_path, message))
+        self._editor.server_stopped()
+        self._editor.notify(f"Gemini companion: {message}", ERROR)
