@@ -160,7 +160,6 @@ BEING_SPLIT = {
     "rplugin/python3/gemini_companion/agent/acp/transport.py": "the agent core's owner",
     "rplugin/python3/gemini_companion/agent/a2a/transport.py": "the agent core's owner",
     "rplugin/python3/gemini_companion/agent/a2a/devtool.py": "the agent core's owner",
-    "rplugin/python3/gemini_companion/diff.py": "the IDE half's owner",
 }
 
 

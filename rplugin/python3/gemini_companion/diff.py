@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .bodies import KeptProposal, take_proposal
+from .diff_arguments import BadRequestError, validate_close, validate_open
 from .editor import Editor
-from .paths import NotRegularFileError, PathPolicy, check_regular_or_absent, has_control, shown
+from .paths import PathPolicy, shown
 from .text import (
     InvalidTextError,
     buffer_options,
@@ -54,10 +55,6 @@ def next_diff_id() -> int:
     return next(_diff_ids)
 
 
-class BadRequestError(ValueError):
-    """A tool call the companion refuses, with the text the CLI gets."""
-
-
 # From this many characters on, a proposal reaches Neovim through a private file
 # rather than inside the RPC message: pynvim would hold several copies of it (the
 # packed message, its packer's buffer, the pipe's write buffer), and the packer keeps
@@ -76,69 +73,6 @@ class DiffSession:
     session_id: str
     file_path: str
     kept: KeptProposal | None = None
-
-
-def _string_argument(tool: str, arguments: Mapping[str, Any], name: str) -> str:
-    if name not in arguments:
-        raise BadRequestError(f"{tool}: the argument '{name}' is missing")
-    value = arguments[name]
-    if not isinstance(value, str):
-        raise BadRequestError(
-            f"{tool}: the argument '{name}' must be a string, got {type(value).__name__}"
-        )
-    return value
-
-
-def _file_path_argument(tool: str, arguments: Mapping[str, Any]) -> str:
-    path = _string_argument(tool, arguments, "filePath")
-    if "\0" in path:
-        raise BadRequestError(f"{tool}: filePath contains a NUL character")
-    if has_control(path):
-        raise BadRequestError(
-            f"{tool}: filePath contains a control character (newline, escape, ...): {shown(path)}"
-        )
-    if not os.path.isabs(path):
-        raise BadRequestError(f"{tool}: filePath must be an absolute path, got {shown(path)}")
-    return path
-
-
-def check_target(path: str) -> str:
-    """The real path of ``path`` if a diff may read it: an existing regular file, or a
-    file that does not exist yet, in folders that may not exist yet either (the
-    agent creating ``new_pkg/mod.py``: nothing is created here, the CLI does that
-    after an accept). Anything else (a FIFO, a device, ``/dev/stdin``, a socket, a
-    directory, a file where a folder must be) is refused before Neovim touches it:
-    reading a FIFO or a pipe would block Neovim's main loop for ever (paths.py)."""
-    try:
-        return check_regular_or_absent(path)
-    except NotRegularFileError as exc:
-        raise BadRequestError(f"openDiff: {exc}") from None
-    except OSError as exc:
-        raise BadRequestError(f"openDiff: cannot use {shown(path)}: {exc.strerror}") from None
-
-
-def validate_open(arguments: Any) -> tuple[str, str]:
-    """``(filePath, newContent)`` of a valid ``openDiff`` call, else :class:`BadRequestError`."""
-    if not isinstance(arguments, Mapping):
-        raise BadRequestError("openDiff: the arguments must be an object {filePath, newContent}")
-    path = _file_path_argument("openDiff", arguments)
-    content = _string_argument("openDiff", arguments, "newContent")
-    check_target(path)
-    try:
-        check_text(content)
-    except InvalidTextError as exc:
-        raise BadRequestError(f"openDiff: newContent cannot be shown as text: {exc}") from None
-    return path, content
-
-
-def validate_close(arguments: Any) -> str:
-    if not isinstance(arguments, Mapping):
-        raise BadRequestError("closeDiff: the arguments must be an object {filePath}")
-    path = _file_path_argument("closeDiff", arguments)
-    suppress = arguments.get("suppressNotification")
-    if suppress is not None and not isinstance(suppress, bool):
-        raise BadRequestError("closeDiff: suppressNotification must be a boolean")
-    return path
 
 
 class DiffController:
