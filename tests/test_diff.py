@@ -1096,10 +1096,11 @@ return {ok, tostring(err)}
 """
 
 
-@pytest.mark.parametrize("loaded", [False, True], ids=["on-disk", "loaded"])
+@pytest.mark.parametrize("where", ["on-disk", "loaded", "unloaded"])
 def test_a_file_name_with_a_newline_runs_nothing_in_the_diff_view(
-    nvim_factory: Callable[..., Nvim], tmp_path: Path, loaded: bool
+    nvim_factory: Callable[..., Nvim], tmp_path: Path, where: str
 ) -> None:
+    loaded = where == "loaded"
     marker = tmp_path / "marker"
     # The Lua view alone, as diff.py or an agent's edit would open it: the Python
     # side's control-character check is not in the way here.
@@ -1111,6 +1112,8 @@ def test_a_file_name_with_a_newline_runs_nothing_in_the_diff_view(
         # What `:read` would open of an escaped name cut at the newline: present,
         # so that a command line built from the name gets as far as its next line.
         (nvim.sandbox.root / (name.split("\n")[0] + "\\")).write_text("decoy\n")
+        if where == "unloaded":  # a buffer for the file, not loaded: read through libuv
+            nvim.lua("vim.fn.bufadd(...)", str(path))
         if loaded:
             buf = nvim.lua("local b = vim.api.nvim_create_buf(true, false); return b")
             nvim.lua(
@@ -1150,6 +1153,7 @@ local path = ...
 local text = require('gemini_companion.diff.text')
 local copy = vim.api.nvim_create_buf(false, true)
 text.load_file(copy, path)
+local native = text.load_native(path, 'gemini://current' .. path, {})
 vim.cmd.edit({ args = { path }, bang = true, magic = { file = false } })
 local edited = vim.api.nvim_get_current_buf()
 local function seen(buf)
@@ -1159,10 +1163,11 @@ local function seen(buf)
     fileformat = bo.fileformat, fileencoding = bo.fileencoding, eol = bo.eol, bomb = bo.bomb,
   }
 end
-local result = { seen(copy), seen(edited) }
+local result = { seen(copy), seen(native), seen(edited) }
 vim.cmd.enew()
-vim.api.nvim_buf_delete(edited, { force = true })
-vim.api.nvim_buf_delete(copy, { force = true })
+for _, buf in ipairs({ edited, copy, native }) do
+  vim.api.nvim_buf_delete(buf, { force = true })
+end
 return result
 """
 
@@ -1210,8 +1215,9 @@ return result
         "never-utf8",
     ],
 )
-def test_the_left_copy_reads_a_file_as_edit_does(nvim: Nvim, content: bytes) -> None:
+def test_the_left_copy_reads_a_file_as_edit_does_either_way(nvim: Nvim, content: bytes) -> None:
     path = nvim.sandbox.root / "sample.txt"
     path.write_bytes(content)
-    copy, edited = nvim.lua(COMPARE_WITH_EDIT, str(path))
+    copy, native, edited = nvim.lua(COMPARE_WITH_EDIT, str(path))
     assert copy == edited
+    assert native == edited

@@ -694,11 +694,11 @@ def test_failed_diffs_leave_no_buffers_behind(nvim: Nvim, conn: SyncMcpConnectio
     before = ui_snapshot(nvim)
     # Failures inside Neovim at two stages: reading the file, and making the tab.
     nvim.lua(
-        "_G.real_fs_read = vim.uv.fs_read\nvim.uv.fs_read = function() error('the read failed') end"
+        "_G.real_bufload = vim.fn.bufload\nvim.fn.bufload = function() error('the read failed') end"
     )
     for _ in range(100):
         refused(conn.call_tool("openDiff", {"filePath": str(target), "newContent": "x"}), "read")
-    nvim.lua("vim.uv.fs_read = _G.real_fs_read")
+    nvim.lua("vim.fn.bufload = _G.real_bufload")
     nvim.lua("vim.api.nvim_create_autocmd('TabNew', {callback = function() error('no tab') end})")
     for _ in range(100):
         refused(conn.call_tool("openDiff", {"filePath": str(target), "newContent": "x"}), "tab")

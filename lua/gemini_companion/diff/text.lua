@@ -1,13 +1,15 @@
 --- Text in and out of the diff view: a file on disk read into a buffer, a proposal
 --- split into lines, and a buffer's text for the Python side.
 ---
---- No path ever reaches an Ex command line here: a file is read through libuv and
---- put in the buffer through the API. (`:read ++edit <path>` did it before, and a
---- file name holding a newline ended that command line: the rest of the name ran
---- as a command, fnameescape() or not.) The buffer gets what `:edit` would detect:
---- 'fileformat' by 'fileformats', 'eol', a UTF-8 byte order mark as 'bomb', and
---- text that is not UTF-8 converted from latin1, the last of the default
---- 'fileencodings'.
+--- No path ever reaches an Ex command line here. (`:read ++edit <path>` did it before,
+--- and a file name holding a newline ended that command line: the rest of the name
+--- ran as a command, fnameescape() or not.) A file is read by Neovim's own reader
+--- through functions that take the name as a value (`bufadd()`, `bufload()`), with
+--- no autocommand, modeline, swap or undo file, and the buffer is renamed through the
+--- API (`load_native`); where a buffer for the file exists already, it is read
+--- through libuv and decoded here as `:edit` would (`load_file`): 'fileformat' by
+--- 'fileformats', 'eol', a UTF-8 byte order mark as 'bomb', and text that is not
+--- UTF-8 converted from latin1, the last of the default 'fileencodings'.
 local M = {}
 
 local api = vim.api
@@ -252,6 +254,65 @@ function M.load_file(buf, path)
   bo.bomb = text.bomb
   bo.fileencoding = text.fileencoding
   return true
+end
+
+--- Run `fn` with every autocommand ignored and the file messages of reading off,
+--- restoring both whatever happens.
+---@generic T
+---@param fn fun(): T
+---@return T
+local function quietly(fn)
+  local eventignore, shortmess = vim.o.eventignore, vim.o.shortmess
+  vim.o.eventignore = "all"
+  if not shortmess:find("F", 1, true) then
+    vim.o.shortmess = shortmess .. "F"
+  end
+  local ok, result = pcall(fn)
+  vim.o.shortmess = shortmess
+  vim.o.eventignore = eventignore
+  if not ok then
+    error(result, 0)
+  end
+  return result
+end
+
+--- A new buffer holding the file at `path` as `:edit` shows it, read by Neovim's own
+--- reader (as fast as `:read`), named `name`: no autocommand runs, no modeline is
+--- applied, no swap or undo file is touched, and the buffer the old name leaves
+--- behind is wiped. Nil when a buffer for that file exists already (the user's, if
+--- unloaded, or one of a link to it): it is not loaded or renamed here.
+---@param path string a regular file
+---@param name string
+---@param created integer[] the buffer is added here at once, so a failure removes it
+---@return integer?
+function M.load_native(path, name, created)
+  local before = {}
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    before[buf] = true
+  end
+  return quietly(function()
+    local buf = vim.fn.bufadd(path)
+    if buf <= 0 or before[buf] then
+      return nil
+    end
+    created[#created + 1] = buf
+    local bo = vim.bo[buf]
+    bo.swapfile = false
+    bo.modeline = false
+    bo.undofile = false
+    bo.undolevels = -1
+    vim.fn.bufload(buf)
+    api.nvim_buf_set_name(buf, name)
+    -- Renaming leaves a buffer of the old name behind (the alternate file's).
+    for _, other in ipairs(api.nvim_list_bufs()) do
+      if not before[other] and other ~= buf and not api.nvim_buf_is_loaded(other) then
+        pcall(api.nvim_buf_delete, other, { force = true })
+      end
+    end
+    bo.buftype = "nofile"
+    bo.buflisted = false
+    return buf
+  end)
 end
 
 return M

@@ -144,22 +144,35 @@ end
 --- gemini://current<path>.
 ---@param path string
 ---@param filetype string?
----@param created gemini_companion.diff.Created the buffer is added at once, so a failure below removes it
+---@param created gemini_companion.diff.Created each buffer is added at once, so a failure below removes it
 ---@return integer buf
 ---@return boolean new_file
 local function disk_copy(path, filetype, created)
-  local buf = api.nvim_create_buf(false, true)
-  created.bufs[#created.bufs + 1] = buf
+  local text = require("gemini_companion.diff.text")
+  local name = "gemini://current" .. path
+  local stat = vim.uv.fs_stat(path)
+  if stat and stat.type ~= "file" then
+    -- diff.py refused it already; checked again right before the read, which would
+    -- block the main loop for ever on a FIFO or a pipe.
+    error(("%s is not a regular file"):format(path), 0)
+  end
+  local buf = stat and text.load_native(path, name, created.bufs)
+  if not buf then
+    buf = api.nvim_create_buf(false, true)
+    created.bufs[#created.bufs + 1] = buf
+    vim.bo[buf].undolevels = -1
+    if stat then
+      text.load_file(buf, path)
+    end
+    pcall(api.nvim_buf_set_name, buf, name)
+  end
   vim.bo[buf].bufhidden = "wipe"
-  vim.bo[buf].undolevels = -1
-  local new_file = not require("gemini_companion.diff.text").load_file(buf, path)
-  pcall(api.nvim_buf_set_name, buf, "gemini://current" .. path)
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
   if filetype then
     set_filetype(buf, filetype)
   end
-  return buf, new_file
+  return buf, stat == nil
 end
 
 --- The proposal's scratch buffer, named gemini://diff<path>, and what an unchanged
