@@ -28,7 +28,6 @@ WAIT = 30
 # Fixes that land in the next steps (each test fails on the code before its fix).
 PENDING_216 = pytest.mark.xfail(strict=True, reason="issue 21 item 6: lands next")
 PENDING_216_LOOSE = pytest.mark.xfail(run=False, reason="issue 21 item 6: lands next")
-PENDING_217 = pytest.mark.xfail(strict=True, reason="issue 21 item 7: lands next")
 PENDING_232 = pytest.mark.xfail(strict=True, reason="issue 23 item 2: lands next")
 
 
@@ -331,7 +330,6 @@ def test_two_requests_with_one_tool_call_id_are_two_requests_each_answered(
 # -- 21.7: writes no one approved --------------------------------------------------------
 
 
-@PENDING_217
 def test_a_write_no_permission_covered_is_refused_and_nothing_is_written(
     hostile: Callable[..., Hostile], tmp_path: Path
 ) -> None:
@@ -346,7 +344,6 @@ def test_a_write_no_permission_covered_is_refused_and_nothing_is_written(
     assert "refused" in agent.transcript()
 
 
-@PENDING_217
 def test_after_allowing_an_edit_of_one_file_a_write_of_another_is_refused(
     hostile: Callable[..., Hostile], tmp_path: Path
 ) -> None:
@@ -375,7 +372,6 @@ def test_after_allowing_an_edit_of_one_file_a_write_of_another_is_refused(
     assert shown.read_text() == "new\n"
 
 
-@PENDING_217
 def test_a_second_write_of_an_approved_edit_is_refused(
     hostile: Callable[..., Hostile], tmp_path: Path
 ) -> None:
@@ -432,7 +428,6 @@ def test_writes_go_through_once_the_user_chose_to_auto_approve_edits(
     assert other.read_text() == "auto\n"
 
 
-@PENDING_217
 def test_a_mode_the_agent_announces_itself_does_not_approve_writes(
     hostile: Callable[..., Hostile], tmp_path: Path
 ) -> None:

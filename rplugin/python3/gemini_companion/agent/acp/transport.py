@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ...paths import shown
 from ..mcp_servers import acp_mcp_server
 from ..model import (
     FINISHED,
@@ -60,6 +61,7 @@ from ..transport import (
     TransportError,
     plugin_version,
 )
+from .grants import WriteGrants
 from .options import AcpOptions
 from .process import AgentChild, spawn
 from .wire import AUTH_REQUIRED, PROTOCOL_VERSION, AgentError, error_text
@@ -112,6 +114,7 @@ class AcpTransport(Transport):
         self._files: EditorFiles | None = None
         self._store: SessionStore | None = None
         self._permissions: dict[str, _Permission] = {}
+        self._grants = WriteGrants()
         # The ids given to requests that came with the id of one still waiting
         # (21.8): alias -> the agent's id, whose updates the alias follows.
         self._aliases: dict[str, str] = {}
@@ -221,6 +224,19 @@ class AcpTransport(Transport):
             # The agent writes its own proposal through fs/write_text_file; that
             # write takes the user's version (files.py).
             self._files.expect_write(confirmation.file_path, confirmation.new_content, new_content)
+        if (
+            option is not None
+            and not rejected
+            and confirmation.kind == "edit"
+            and confirmation.file_path
+            and confirmation.new_content is not None
+        ):
+            # The one write this answer lets through (grants.py).
+            self._grants.allowed(
+                confirmation.file_path,
+                confirmation.new_content,
+                always=option.kind == "allow_always",
+            )
         if rejected:
             call = pending.call.but(status="cancelled", confirmation=None, result="Rejected.")
         else:
@@ -267,6 +283,7 @@ class AcpTransport(Transport):
         if mode_id not in self._modes:
             raise TransportError(f"no mode {mode_id!r}: the agent offers {', '.join(self._modes)}")
         await self._request("session/set_mode", {"sessionId": session_id, "modeId": mode_id})
+        self._grants.user_mode(mode_id)
         self._emit(SessionUpdate({"mode": mode_id}))
 
     async def set_model(self, model_id: str) -> None:
@@ -510,6 +527,10 @@ class AcpTransport(Transport):
     def _session_started(self, raw: Mapping[str, Any], session_id: str) -> None:
         self._session_id = session_id
         modes = raw.get("modes") or {}
+        # A new session: no grant carries over; its first mode is the user's own
+        # configuration (settings, flags).
+        self._grants = WriteGrants()
+        self._grants.user_mode(modes.get("currentModeId"))
         models = raw.get("models") or {}
         self._modes = [str(m["id"]) for m in modes.get("availableModes") or [] if "id" in m]
         self._models = [
@@ -559,6 +580,7 @@ class AcpTransport(Transport):
         raw = await self._request("session/prompt", params)
         reason = str((raw or {}).get("stopReason") or "end_turn")
         self._finish_open_calls("cancelled" if reason == "cancelled" else None)
+        self._grants.end_turn()
         notes = {
             "max_tokens": "The answer was cut: the model reached its token limit.",
             "max_turn_requests": "The agent stopped: it reached its limit of turns.",
@@ -671,7 +693,11 @@ class AcpTransport(Transport):
             log.info("ignoring a session update the plugin does not know: %s", kind)
             return
         assert self._updates is not None
-        self._emit(*self._updates.translate(notification.update))
+        events = self._updates.translate(notification.update)
+        for event in events:
+            if isinstance(event, SessionUpdate) and "mode" in event.values:
+                self._grants.agent_mode(event.values["mode"])
+        self._emit(*events)
 
     async def _on_permission(self, params: Any) -> Any:
         from acp import schema
@@ -744,12 +770,19 @@ class AcpTransport(Transport):
     async def _on_write(self, params: Any) -> Any:
         from acp import schema
 
+        from ..files import FileAccessError
+
         request = schema.WriteTextFileRequest.model_validate(params)
         assert self._files is not None
         try:
+            self._grants.take(request.path, request.content)
+        except PermissionError as exc:
+            self._emit(Notice(f"The agent's write was refused: {exc}.", "warning"))
+            raise FileAccessError(str(exc)) from None
+        try:
             await self._files.write(request.path, request.content)
         except Exception as exc:
-            self._emit(Notice(f"The agent's write to {request.path} failed: {exc}", "error"))
+            self._emit(Notice(f"The agent's write to {shown(request.path)} failed: {exc}", "error"))
             raise
         return {}
 
