@@ -2,13 +2,12 @@
 local lsp = require("gemini_companion.tools.lsp")
 local paths = require("gemini_companion.tools.paths")
 
-local symbol_kinds = vim.lsp.protocol.SymbolKind
-
 ---@param args { filePath: string }
 ---@param call gemini_companion.ToolCall
 local function run(args, call)
   local buf = paths.open_buffer(args.filePath, call)
   local clients = lsp.clients_for(buf, "textDocument/documentSymbol", "document symbols")
+  local symbol_kinds = vim.lsp.protocol.SymbolKind
   lsp.request_all(
     buf,
     clients,
