@@ -10,6 +10,11 @@ Edits the agent asks permission for open in the diff tab of IDE mode through an
 :class:`EditReview` (one diff mechanism with two callers); the user's answer there
 comes back as :meth:`AgentSession.edit_answered`. Nothing the agent asks about
 is answered without the user.
+
+Long because it is the panel's one state machine: the life of each request
+(start, prompt, answer, cancel, commands, modes, resume) and the folding of every
+event into the transcript share its state; what stands alone is out (view.py,
+render.py, review.py, model.py).
 """
 
 from __future__ import annotations

@@ -19,6 +19,10 @@ client-behaviour.md, "The A2A server"):
 
 Events arrive here normalised (:class:`Update`) from a2a-sdk's objects or from
 the real server's REST command stream, and leave as model events. No I/O.
+
+Long because it holds the two encodings of one extension side by side (the
+RFC's and 0.25.2's ``coder-agent``), as plain data with no state: read together
+they show where the dialects differ.
 """
 
 from __future__ import annotations

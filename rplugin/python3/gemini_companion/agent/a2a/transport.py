@@ -31,6 +31,12 @@ answered with a rejection once its stream ends (:meth:`A2ATransport._after_strea
 Over 400 lines: connecting, streaming, resuming, answering and slash commands all
 read and change one task's state (task, context, the calls and what the user was
 shown of them); split apart, each piece would carry that state to the others.
+
+Long because it is one class, the A2A client's state machine: the task's life
+(connect, stream, resume), confirmations as they were shown, the user's version
+written and slash commands share its state. The jobs that stand alone are out:
+server.py (the started server), devtool.py (the extension's encodings),
+gemini_home.py, ``agent/files.py`` and ``agent/mcp_servers.py``.
 """
 
 from __future__ import annotations

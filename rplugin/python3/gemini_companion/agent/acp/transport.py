@@ -28,6 +28,12 @@ How ACP meets the panel's contract (transport.py):
   ``:GeminiAgentResume``).
 - A child that exits is reported at once; garbage on its stdout is shown once per
   run and otherwise ignored; everything it writes to stderr goes to the log.
+
+Long because it is one class, the ACP client's state machine: the session, a
+turn with its permissions, and the agent's requests share its state. The jobs
+that stand alone are out: wire.py (JSON-RPC on the pipes), process.py (the
+child), options.py, events.py (updates as the panel's events), sessions.py,
+``agent/files.py`` (file access) and ``agent/mcp_servers.py``.
 """
 
 from __future__ import annotations
