@@ -2,8 +2,9 @@
 
 Layout (one direction of imports, top to bottom):
 
-- ``service.py``: what the companion holds; picks the transport from the
-  configuration, owns the session; called on the host thread.
+- ``service.py``: what a server run holds (``gemini_companion/run.py``); picks
+  the transport from the configuration, owns the session; built, driven and
+  stopped on the server's loop, its stop awaited before the loop ends.
 - ``session.py``: the protocol-neutral core (transcript, tool calls, pending
   confirmations, the user's answers); runs on the server's loop.
 - ``view.py`` (the panel, batched into Neovim), ``review.py`` (agent edits in
@@ -13,6 +14,10 @@ Layout (one direction of imports, top to bottom):
 - ``model.py``: the events a transport emits and the transcript's data.
 - ``files.py`` and ``merge.py``: the agent's file reads and writes through
   Neovim's buffers, under the path policy (``gemini_companion/paths.py``).
+- ``child.py``: an agent's child process, for both protocols (its own process
+  group, ended with Neovim, stopped with one policy, its output in the log).
+- ``mcp_servers.py``: the MCP servers handed to the agent (Neovim's tools), in
+  one description and each protocol's shape.
 - one package per protocol, holding everything only it uses: ``acp/`` (Gemini
   CLI as ``gemini --acp``) and ``a2a/`` (the A2A server with the
   ``development-tool`` extension). The core imports neither.
