@@ -9,15 +9,22 @@ test_agent_a2a.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from editor_double import RecordingEditor
 from fake_gemini import FakeGemini, fake_gemini, text_turn
 from fake_model import gemini_home, text, write_responses
+from gemini_companion.agent.service import TEST_TRANSPORT_VAR
+from gemini_companion.companion import Companion, StartOptions
 from harness import INTEROP, ROOT, Nvim, process_env, wait_for
+from lua_options import start_options
 
 GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 SERVER_BIN = ROOT / "tests" / "a2a_server" / "node_modules" / ".bin" / "gemini-cli-a2a-server"
@@ -190,3 +197,47 @@ def test_quitting_neovim_stops_the_a2a_server_and_removes_its_home_before_the_ho
     wait_for(lambda: not alive(host), 30, "the plugin's host to exit with Neovim")
     assert group(pid) == []
     assert not os.path.lexists(private)
+
+
+# -- the server dies by itself ------------------------------------------------------------
+
+
+class _Editor(RecordingEditor):
+    def agent_draw(self, ops: list[Mapping[str, object]]) -> concurrent.futures.Future[object]:
+        done: concurrent.futures.Future[object] = concurrent.futures.Future()
+        done.set_result(None)
+        return done
+
+
+def test_a_server_that_dies_by_itself_still_stops_the_agent_before_its_thread_ends(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    transport = ROOT / "tests" / "agent_fakes" / "child_transport.py"
+    env = {"TMPDIR": str(tmp_path), TEST_TRANSPORT_VAR: f"{transport}:ChildTransport"}
+    companion = Companion(_Editor(), env=env)
+    companion.start(
+        StartOptions.from_lua(start_options(nvim_pid=1234567, workspace_dirs=[str(project)]))
+    )
+    run = companion.run
+    assert run is not None
+    try:
+        companion.agent_request("open", {"protocol": "acp", "workspace": str(project)})
+        record = project / "agent.json"
+        agent = wait_for(
+            lambda: record.exists() and json.loads(record.read_text()), 30, "the agent"
+        )
+        assert alive(agent["pid"]) and os.path.isdir(agent["home"])
+
+        def die() -> None:  # as a bug would end it: the server's main task cancelled
+            for task in asyncio.all_tasks():
+                if task.get_coro().__qualname__.endswith("_serve"):  # type: ignore[union-attr]
+                    task.cancel()
+
+        assert run.server.call_soon(die)
+        assert run.server.join(15), "the dead server's thread did not end"
+        assert not alive(agent["pid"])
+        assert not os.path.lexists(agent["home"])
+    finally:
+        companion.stop()

@@ -360,6 +360,16 @@ class ServerRun:
         # On the server thread, its loop stopped: nothing else touches this run now.
         if error is not None:
             self.close(error)
+        agent, self.agent = self.agent, None
+        if agent is not None:
+            # The server died by itself (a stop took the agent already): the agent
+            # still stops on its own loop, stopped but not closed, before it ends.
+            try:
+                asyncio.get_event_loop().run_until_complete(agent.stop())
+            except Exception:
+                log.exception("stopping the agent after the server ended failed")
+            finally:
+                self.agent_stopped.set()
 
     def close(self, error: BaseException | None) -> None:
         """End the run, once: open views are told their CLI is gone (they stay, with
