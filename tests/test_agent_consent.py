@@ -26,9 +26,6 @@ HOSTILE = Path(__file__).parent / "agent_fakes" / "hostile_acp.py"
 WAIT = 30
 
 # Fixes that land in the next steps (each test fails on the code before its fix).
-PENDING_216 = pytest.mark.xfail(strict=True, reason="issue 21 item 6: lands next")
-PENDING_216_LOOSE = pytest.mark.xfail(run=False, reason="issue 21 item 6: lands next")
-PENDING_232 = pytest.mark.xfail(strict=True, reason="issue 23 item 2: lands next")
 
 
 ALLOW_ONLY = [
@@ -535,7 +532,6 @@ def swapper(link: Path, targets: Sequence[Path], stop: Path) -> subprocess.Popen
     return subprocess.Popen([sys.executable, "-c", code, str(link), str(stop), *map(str, targets)])
 
 
-@PENDING_216
 def test_a_link_swapped_during_the_agents_reads_never_yields_a_file_outside(
     hostile: Callable[..., Hostile], tmp_path: Path
 ) -> None:
@@ -561,7 +557,6 @@ def test_a_link_swapped_during_the_agents_reads_never_yields_a_file_outside(
     assert contents, "some reads went through"
 
 
-@PENDING_216_LOOSE
 def test_a_link_swapped_during_the_agents_writes_never_writes_outside(
     hostile: Callable[..., Hostile], tmp_path: Path
 ) -> None:
@@ -658,7 +653,6 @@ def rss_kib(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-@PENDING_232
 def test_the_hosts_memory_comes_back_after_the_agent_reads_a_big_file_many_ways(
     hostile: Callable[..., Hostile], tmp_path: Path
 ) -> None:

@@ -12,6 +12,9 @@ Ground floor: imports nothing of the package. One set of rules for every caller:
   files are read or written, or files that do not exist yet: reading a FIFO, a
   device or a socket would block (Neovim's main loop, or a worker thread) for
   ever, ``/dev/zero`` never ends.
+- :func:`open_within` and :func:`create_within`: the policy checked and the
+  file used in one step, on the open descriptor (a link swapped between a look
+  and the open cannot lead out of the policy's folders).
 - :func:`shown`: a path as a message shows it (quoted, escaped, cut).
 """
 
@@ -64,7 +67,11 @@ class PathPolicy:
 
     def allows(self, path: str) -> bool:
         """``path``, links resolved, is under one of the roots."""
-        real_path = os.path.realpath(path)
+        return self.contains(os.path.realpath(path))
+
+    def contains(self, real_path: str) -> bool:
+        """``real_path``, taken as it is (no link resolved: the path of an open
+        descriptor), is under one of the roots."""
         return any(
             real_path == root or real_path.startswith(root.rstrip("/") + "/") for root in self.roots
         )
@@ -131,3 +138,86 @@ def open_regular(path: str, flags: int) -> int:
         os.close(fd)
         raise
     return fd
+
+
+# -- the check and the use in one step: by descriptor --------------------------------
+
+
+class OutsidePolicyError(PermissionError):
+    """What was opened lies outside the policy's folders (a link swapped, or
+    pointing out of them)."""
+
+
+def descriptor_path(fd: int) -> str | None:
+    """The path of what ``fd`` has open, as the system names it now (Linux's
+    ``/proc/self/fd``, macOS's ``F_GETPATH``); None where neither answers."""
+    with contextlib.suppress(OSError):
+        return os.readlink(f"/proc/self/fd/{fd}")
+    import fcntl
+
+    getpath = getattr(fcntl, "F_GETPATH", None)
+    if getpath is not None:
+        with contextlib.suppress(OSError):
+            raw = fcntl.fcntl(fd, getpath, bytes(1024))
+            return os.fsdecode(raw.split(b"\0", 1)[0])
+    return None
+
+
+def _check_within(fd: int, path: str, policy: PathPolicy) -> None:
+    real = descriptor_path(fd)
+    if real is None:  # no name for the descriptor: the same file as the resolved path
+        real = os.path.realpath(path)
+        st, opened = os.stat(real), os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (opened.st_dev, opened.st_ino):
+            raise OutsidePolicyError(f"{shown(path)} changed while it was opened")
+    if not policy.contains(real):
+        raise OutsidePolicyError(policy.refusal(path))
+
+
+def open_within(path: str, flags: int, policy: PathPolicy | None) -> int:
+    """:func:`open_regular` (no ``O_CREAT``: see :func:`create_within`), and the
+    policy checked on the descriptor itself: what was opened is under the policy's
+    folders, whatever a link named when someone looked before. Raises
+    :class:`OutsidePolicyError` (closing it) when not."""
+    fd = open_regular(path, flags & ~os.O_CREAT)
+    if policy is not None:
+        try:
+            _check_within(fd, path, policy)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
+
+
+def create_within(path: str, flags: int, policy: PathPolicy | None) -> int:
+    """A descriptor of the new file ``path``: its missing folders are made one at a
+    time from the nearest existing one, which is checked on its descriptor, each
+    opened without following a link, and the file is created there exclusively,
+    its name not followed either. :class:`FileExistsError` when something (a file,
+    a link) is there already."""
+    folder, name = os.path.split(path)
+    missing: list[str] = []
+    while True:
+        try:
+            dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            break
+        except FileNotFoundError:
+            parent, part = os.path.split(folder)
+            if parent == folder:
+                raise
+            missing.append(part)
+            folder = parent
+    try:
+        if policy is not None:
+            _check_within(dir_fd, folder, policy)
+        nofollow = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        for part in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o777, dir_fd=dir_fd)
+            next_fd = os.open(part, nofollow, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        create = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        return os.open(name, flags | create, 0o666, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -13,7 +13,13 @@ control character is refused; a file not loaded in Neovim is reached only under
 the workspace folders, the agent's workspace and ``diff.allowed_dirs``
 (:class:`~gemini_companion.paths.PathPolicy`); on disk only regular files are read or
 written, links resolved (a FIFO would hold a worker thread for ever, ``/dev/zero``
-never ends), and a read stops at :data:`MAX_READ_BYTES`.
+never ends), and a read stops at :data:`MAX_READ_BYTES`. The policy is checked on
+the open descriptor, the file used through that same descriptor (paths.py's
+``open_within``/``create_within``): a link swapped after a look cannot lead out.
+
+What the agent read is kept only where a write needs it, as the base of a merge
+into a loaded buffer: by real path (one entry however the path is spelled), at
+most :data:`MAX_BASE_CHARS` in all, a bigger text by its changedtick alone.
 
 An edit the user reviewed in the diff tab and accepted with changes is recorded
 with :meth:`EditorFiles.expect_write`: the agent then writes its own proposal
@@ -27,19 +33,22 @@ answered by lua/gemini_companion/agent/files.lua).
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ..editor import Editor
 from ..paths import (
     NotRegularFileError,
+    OutsidePolicyError,
     PathPolicy,
     check_regular_or_absent,
+    create_within,
     has_control,
-    open_regular,
+    open_within,
     shown,
 )
 from ..text import from_buffer, to_buffer
@@ -86,13 +95,62 @@ class BufferState:
 
 
 def select_lines(text: str, line: int | None, limit: int | None) -> str:
-    """``limit`` lines of ``text`` from 1-based ``line`` (ACP's read parameters)."""
+    """``limit`` lines of ``text`` from 1-based ``line`` (ACP's read parameters).
+    Lines end at ``\n``; only the lines wanted are looked at, no list of all."""
     if line is None and limit is None:
         return text
-    lines = text.splitlines(keepends=True)
-    start = max((line or 1) - 1, 0)
-    end = len(lines) if limit is None else start + max(limit, 0)
-    return "".join(lines[start:end])
+    start = _line_offset(text, 0, max((line or 1) - 1, 0))
+    if limit is None:
+        return text[start:]
+    return text[start : _line_offset(text, start, max(limit, 0))]
+
+
+def _line_offset(text: str, offset: int, lines: int) -> int:
+    """Where the text ``lines`` lines after ``offset`` starts (its end at most)."""
+    for _ in range(lines):
+        newline = text.find("\n", offset)
+        if newline < 0:
+            return len(text)
+        offset = newline + 1
+    return offset
+
+
+# The bases of the agent's buffer writes (what it last read of a loaded file) are
+# kept up to this many characters in all, the oldest forgotten first; a bigger text
+# is kept as its changedtick only (written over only if the buffer did not change).
+MAX_BASE_CHARS = 4 * 1024 * 1024
+
+
+@dataclass
+class _Base:
+    tick: int | None
+    text: str | None
+
+
+class _Bases:
+    """What the agent last read of each loaded file, by real path (one entry
+    however the path is spelled), bounded by :data:`MAX_BASE_CHARS`."""
+
+    def __init__(self) -> None:
+        self._bases: collections.OrderedDict[str, _Base] = collections.OrderedDict()
+        self._chars = 0
+
+    def get(self, path: str) -> _Base | None:
+        return self._bases.get(os.path.realpath(path))
+
+    def forget(self, path: str) -> None:
+        old = self._bases.pop(os.path.realpath(path), None)
+        if old is not None and old.text is not None:
+            self._chars -= len(old.text)
+
+    def put(self, path: str, tick: int | None, text: str) -> None:
+        self.forget(path)
+        kept = text if len(text) <= MAX_BASE_CHARS else None
+        self._bases[os.path.realpath(path)] = _Base(tick, kept)
+        self._chars += len(kept or "")
+        while self._chars > MAX_BASE_CHARS:
+            _, oldest = self._bases.popitem(last=False)
+            self._chars -= len(oldest.text or "")
 
 
 class EditorFiles:
@@ -105,9 +163,9 @@ class EditorFiles:
         None: anywhere."""
         self._editor = editor
         self._policy = policy
-        # What the agent last read of each file (the whole text): the base its next
-        # write of that file was computed from.
-        self._read: dict[str, str] = {}
+        # What the agent last read of each loaded file: the base its next write of
+        # that buffer was computed from (a file on disk is written whole).
+        self._bases = _Bases()
         # path -> (the agent's proposal, the user's accepted version of it)
         self._expected: dict[str, tuple[str, str]] = {}
 
@@ -116,15 +174,20 @@ class EditorFiles:
         return BufferState.from_lua(raw) if isinstance(raw, Mapping) else None
 
     def _check_reach(self, path: str) -> None:
-        """A file not loaded in Neovim: refused outside the policy's folders."""
+        """A file not loaded in Neovim: refused outside the policy's folders (looked
+        at here for the message; the descriptor is checked again as it is used)."""
         policy = self._policy()
         if policy is not None and not policy.allows(path):
-            roots = ", ".join(policy.roots) or "none"
-            raise FileAccessError(
-                f"{shown(path)} is outside the workspace folders ({roots}) and not open in"
-                " Neovim: refused. Open the file in Neovim first, or add its folder to the"
-                " diff.allowed_dirs option."
-            )
+            self._refuse_outside(path)
+
+    def _refuse_outside(self, path: str) -> NoReturn:
+        policy = self._policy()
+        roots = ", ".join(policy.roots) if policy is not None else "none"
+        raise FileAccessError(
+            f"{shown(path)} is outside the workspace folders ({roots}) and not open in"
+            " Neovim: refused. Open the file in Neovim first, or add its folder to the"
+            " diff.allowed_dirs option."
+        )
 
     async def check_edit(self, path: str) -> None:
         """An edit the agent asks permission for is shown only if ``path`` passes
@@ -156,17 +219,20 @@ class EditorFiles:
             text = buffer.text
             if len(text) > MAX_READ_BYTES:  # characters: at least as many bytes
                 raise FileAccessError(_too_large(path))
+            self._bases.put(path, buffer.tick, text)
         else:
             self._check_reach(path)
+            self._bases.forget(path)
             try:
-                text = await asyncio.to_thread(_read_disk, path)
+                text = await asyncio.to_thread(_read_disk, path, self._policy())
             except FileNotFoundError:
                 raise FileAccessError(f"{shown(path)} does not exist") from None
             except IsADirectoryError:
                 raise FileAccessError(f"{shown(path)} is a directory") from None
+            except OutsidePolicyError:
+                self._refuse_outside(path)
             except OSError as exc:
                 raise FileAccessError(f"cannot read {shown(path)}: {exc.strerror or exc}") from None
-        self._read[path] = text
         return select_lines(text, line, limit)
 
     # -- writes --------------------------------------------------------------------------
@@ -189,7 +255,7 @@ class EditorFiles:
                 content = accepted
             else:
                 log.warning("the agent wrote %s, not the proposal the user accepted", path)
-        base = self._read.get(path)
+        base = self._bases.get(path)
         for _ in range(_APPLY_ATTEMPTS):
             buffer = await self._buffer(path)
             if buffer is None:
@@ -200,29 +266,33 @@ class EditorFiles:
                 break
         else:
             raise FileAccessError(f"{path} kept changing in Neovim while the agent wrote it")
-        self._read[path] = content
 
     async def _write_disk(self, path: str, content: str) -> None:
+        self._bases.forget(path)
         try:
-            await asyncio.to_thread(_write_disk, path, content)
+            await asyncio.to_thread(_write_disk, path, content, self._policy())
+        except OutsidePolicyError:
+            self._refuse_outside(path)
         except OSError as exc:
             raise FileAccessError(f"cannot write {shown(path)}: {exc.strerror or exc}") from None
 
     async def _write_buffer(
-        self, path: str, buffer: BufferState, base: str | None, content: str
+        self, path: str, buffer: BufferState, base: _Base | None, content: str
     ) -> bool:
         """Apply ``content`` to the loaded buffer; False when it changed meanwhile."""
         new = to_buffer(content)
         ours = buffer.lines
-        if base is None:
-            if buffer.modified:
-                raise FileAccessError(
-                    f"{path} has unsaved changes in Neovim and the agent did not read them:"
-                    " read the file again before writing it"
-                )
-            base_lines = ours
+        if base is not None and base.text is not None:
+            base_lines = to_buffer(base.text).lines
+        elif base is not None and base.tick == buffer.tick:
+            base_lines = ours  # too big to keep, and unchanged since the agent read it
+        elif buffer.modified or base is not None:
+            raise FileAccessError(
+                f"{path} has changes in Neovim the agent did not read: read the file again"
+                " before writing it"
+            )
         else:
-            base_lines = to_buffer(base).lines
+            base_lines = ours
         try:
             target = merge(base_lines, ours, new.lines)
         except MergeConflictError as exc:
@@ -240,6 +310,7 @@ class EditorFiles:
         if not isinstance(result, Mapping):
             raise FileAccessError(f"Neovim could not write {path}")
         if result.get("ok"):
+            self._bases.forget(path)
             return True
         if result.get("reason") == "changed":
             return False
@@ -262,9 +333,9 @@ def _too_large(path: str) -> str:
     return f"{shown(path)} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB: not read"
 
 
-def _read_disk(path: str) -> str:
+def _read_disk(path: str, policy: PathPolicy | None) -> str:
     try:
-        fd = open_regular(path, os.O_RDONLY)
+        fd = open_within(path, os.O_RDONLY, policy)
     except NotRegularFileError as exc:
         raise FileAccessError(f"{exc}: only regular files are read") from None
     with os.fdopen(fd, "rb") as f:
@@ -274,12 +345,18 @@ def _read_disk(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _write_disk(path: str, content: str) -> None:
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
+def _write_disk(path: str, content: str, policy: PathPolicy | None) -> None:
+    """Write ``content`` to ``path``: an existing file opened and checked on its
+    descriptor, a new one created exclusively in a checked folder; never truncated
+    before the check."""
     try:
-        fd = open_regular(path, os.O_WRONLY | os.O_CREAT)
+        try:
+            fd = open_within(path, os.O_WRONLY, policy)
+        except FileNotFoundError:
+            try:
+                fd = create_within(path, os.O_WRONLY, policy)
+            except FileExistsError:  # made meanwhile, or a link to nothing
+                fd = open_within(path, os.O_WRONLY, policy)
     except NotRegularFileError as exc:
         raise FileAccessError(f"{exc}: only regular files are written") from None
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
