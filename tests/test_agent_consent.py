@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Nvim, wait_for
+from fake_model import call, gemini_home, text, write_responses
+from harness import INTEROP, Nvim, wait_for
 
 HOSTILE = Path(__file__).parent / "agent_fakes" / "hostile_acp.py"
 WAIT = 30
@@ -179,23 +180,25 @@ class Hostile:
     def views(self) -> list[dict[str, Any]]:
         return list(self.nvim.lua("return require('gemini_companion.diff').views()"))
 
-    def wait_transcript(self, needle: str) -> str:
+    def wait_transcript(self, needle: str, timeout: float = WAIT) -> str:
         def check() -> str | None:
             found = self.transcript()
             return found if needle in found else None
 
         try:
-            return wait_for(check, WAIT, f"{needle!r} in the transcript")
+            return wait_for(check, timeout, f"{needle!r} in the transcript")
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n--- transcript ---\n{self.transcript()}") from None
 
-    def wait_state(self, what: str, check: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    def wait_state(
+        self, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = WAIT
+    ) -> dict[str, Any]:
         def probe() -> dict[str, Any] | None:
             state = self.state()
             return state if check(state) else None
 
         try:
-            return wait_for(probe, WAIT, what)
+            return wait_for(probe, timeout, what)
         except AssertionError as exc:
             raise AssertionError(
                 f"{exc}\n--- state ---\n{self.state()}\n--- transcript ---\n{self.transcript()}"
@@ -680,3 +683,43 @@ def test_the_hosts_memory_comes_back_after_the_agent_reads_a_big_file_many_ways(
     agent.wait_idle()
     grown = (rss_kib(pid) - rest) / 1024
     assert grown < 10, f"the host grew {grown:.0f} MiB"
+
+
+# -- the real gemini --acp: the write rule lets its legitimate writes through ----------
+
+GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+
+
+@pytest.mark.usefixtures("interop")
+@pytest.mark.parametrize("mode", ["autoEdit", "yolo"])
+def test_the_real_agent_writes_without_asking_once_the_user_chose_an_auto_edit_mode(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path, mode: str
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "auto.txt"
+    target.write_text("before\n")
+    fake = write_responses(
+        tmp_path / "fake-responses.jsonl",
+        [
+            [[call("write_file", file_path=str(target), content="written by the agent\n")]],
+            [[text("Written.")]],
+        ],
+    )
+    cmd = ["node", str(GEMINI_JS), "--acp", "--fake-responses-non-strict", str(fake)]
+    nvim = nvim_factory(
+        cwd=work,
+        setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
+        env={"HOME": str(gemini_home(tmp_path)), "GEMINI_API_KEY": "offline-test-key"},
+    )
+    nvim.wait_running()
+    agent = Hostile(nvim, tmp_path, work, tmp_path / "no-log")
+    nvim.api.command("GeminiAgent")
+    agent.wait_state("started", lambda s: s["state"] == "idle", timeout=90)
+    nvim.api.command(f"GeminiAgentMode {mode}")
+    agent.wait_state("the mode", lambda s: s.get("mode") == mode)
+    nvim.api.command("GeminiAgent write it")
+    shown = agent.wait_transcript("Written.", timeout=90)
+    assert target.exists(), shown
+    assert target.read_text() == "written by the agent\n"
+    assert "refused" not in agent.transcript()
