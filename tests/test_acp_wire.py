@@ -56,3 +56,26 @@ def test_deep_nesting_is_refused_with_the_envelope_when_it_can_be_read(depth: in
 def test_envelopes_the_connection_would_choke_on_are_refused(line: bytes) -> None:
     with pytest.raises(RefusedMessageError):
         parse_message(line)
+
+
+def test_paths_the_agent_names_in_tool_updates_are_shown_with_control_characters_escaped() -> None:
+    from acp import schema
+    from gemini_companion.agent.acp.events import UpdateTranslator
+
+    update = schema.ToolCallStart(
+        session_update="tool_call",
+        tool_call_id="t",
+        title="Edit",
+        kind="edit",
+        status="pending",
+        locations=[schema.ToolCallLocation(path="/w/x\nlua vim.g.pwned = 1", line=3)],
+        content=[
+            schema.FileEditToolCallContent(
+                type="diff", path="/w/a\x1b[2Jb", old_text="a\n", new_text="b\n"
+            )
+        ],
+    )
+    [event] = UpdateTranslator().translate(update)
+    call = event.call  # type: ignore[union-attr]
+    assert call.locations == ("/w/x\\nlua vim.g.pwned = 1:3",)
+    assert "a\\x1b[2Jb" in call.live_output and "\x1b" not in call.live_output

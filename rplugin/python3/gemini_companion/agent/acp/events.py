@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp import schema
 
+from ...paths import has_control
 from ..model import (
     AgentEvent,
     CommandsUpdate,
@@ -93,8 +94,14 @@ def tool_content_text(items: Iterable[Any] | None) -> str:
     return "\n".join(parts)
 
 
+def path_text(path: str) -> str:
+    """A path the agent names, as text to show: control characters escaped (a
+    newline must not start a line of its own choosing)."""
+    return repr(path)[1:-1] if has_control(path) else path
+
+
 def unified_diff(path: str, old: str | None, new: str) -> str:
-    name = os.path.basename(path) or path
+    name = path_text(os.path.basename(path) or path)
     lines = difflib.unified_diff(
         (old or "").splitlines(),
         new.splitlines(),
@@ -323,5 +330,5 @@ def _locations(locations: Iterable[schema.ToolCallLocation] | None) -> tuple[str
     result = []
     for location in locations or ():
         line = f":{location.line}" if location.line else ""
-        result.append(f"{location.path}{line}")
+        result.append(f"{path_text(location.path)}{line}")
     return tuple(result)
