@@ -258,6 +258,10 @@ class CompanionServer:
     def _sdk_app(self, path: str, registry: ToolRegistry) -> Any:
         """The mcp SDK's Streamable HTTP app serving ``registry`` at ``path``."""
         import mcp_types as types
+
+        from .sdk import skip_package_inits
+
+        skip_package_inits("mcp", "mcp.server")
         from mcp.server.lowlevel import Server
         from mcp.server.transport_security import TransportSecuritySettings
 
