@@ -10,6 +10,7 @@ Everything only ACP uses lives here (the core, one level up, knows nothing of it
 - ``wire.py``: JSON-RPC on the child's stdin and stdout, and the agent's errors.
 - ``events.py``: ACP session updates as the panel's events, and prompts as ACP
   content blocks.
+- ``permissions.py``: the agent's permission requests waiting for the user.
 - ``grants.py``: which of the agent's writes the user approved.
 - ``sessions.py``: the record of the sessions the panel started, for
   ``:GeminiAgentResume``.

@@ -32,8 +32,9 @@ How ACP meets the panel's contract (transport.py):
 Long because it is one class, the ACP client's state machine: the session, a
 turn with its permissions, and the agent's requests share its state. The jobs
 that stand alone are out: wire.py (JSON-RPC on the pipes), process.py (the
-child), options.py, events.py (updates as the panel's events), sessions.py,
-``agent/files.py`` (file access) and ``agent/mcp_servers.py``.
+child), options.py, permissions.py (requests waiting for the user), grants.py,
+events.py (updates as the panel's events), sessions.py, ``agent/files.py`` (file
+access) and ``agent/mcp_servers.py``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ import logging
 import shlex
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...paths import shown
@@ -56,7 +56,6 @@ from ..model import (
     Prompt,
     SessionUpdate,
     StatusChange,
-    ToolCall,
     TurnEnd,
 )
 from ..transport import (
@@ -69,6 +68,7 @@ from ..transport import (
 )
 from .grants import WriteGrants
 from .options import AcpOptions
+from .permissions import PendingPermissions
 from .process import AgentChild, spawn
 from .wire import AUTH_REQUIRED, PROTOCOL_VERSION, AgentError, error_text
 
@@ -91,15 +91,6 @@ def _import_protocol() -> None:
     from . import events, sessions  # noqa: F401
 
 
-@dataclass
-class _Permission:
-    """A ``session/request_permission`` waiting for the user: its answer (an option
-    id, or ``None`` for ``cancelled``) goes into ``answer``."""
-
-    call: ToolCall
-    answer: asyncio.Future[str | None]
-
-
 class AcpTransport(Transport):
     """The panel's client of ``gemini --acp``. Use on the server loop only."""
 
@@ -119,7 +110,7 @@ class AcpTransport(Transport):
         self._updates: UpdateTranslator | None = None
         self._files: EditorFiles | None = None
         self._store: SessionStore | None = None
-        self._permissions: dict[str, _Permission] = {}
+        self._permissions = PendingPermissions()
         self._grants = WriteGrants()
         # The ids given to requests that came with the id of one still waiting
         # (21.8): alias -> the agent's id, whose updates the alias follows.
@@ -248,7 +239,7 @@ class AcpTransport(Transport):
         else:
             call = pending.call.but(status="executing", confirmation=None)
         self._emit(self._updates.put(call))
-        pending.answer.set_result(option_id)
+        self._permissions.answer(call_id, option_id)
         await self._wait_settled()
 
     async def cancel(self) -> None:
@@ -605,7 +596,7 @@ class AcpTransport(Transport):
             turn = self._turn
             if turn is None or turn.done():
                 break
-            if any(not p.answer.done() for p in self._permissions.values()):
+            if self._permissions.waiting():
                 return
             self._settled.clear()
             await self._settled.wait()
@@ -638,12 +629,9 @@ class AcpTransport(Transport):
         self._aliases.clear()
 
     def _answer_all_cancelled(self) -> None:
-        for pending in list(self._permissions.values()):
-            if not pending.answer.done():
-                pending.answer.set_result(None)
-                if self._updates is not None:
-                    call = pending.call.but(status="cancelled", confirmation=None)
-                    self._emit(self._updates.put(call))
+        for call in self._permissions.cancel_all():
+            if self._updates is not None:
+                self._emit(self._updates.put(call.but(status="cancelled", confirmation=None)))
 
     # -- requests from the agent ---------------------------------------------------------
 
@@ -723,14 +711,13 @@ class AcpTransport(Transport):
                 n += 1
             call = call.but(id=f"{original}#{n}")
             self._aliases[call.id] = original
-        answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self._permissions[call.id] = _Permission(call, answer)
+        pending = self._permissions.open(call)
         self._emit(self._updates.put(call))
         self._settle()
         try:
-            option_id = await answer
+            option_id = await pending.answer
         finally:
-            self._permissions.pop(call.id, None)
+            self._permissions.close(call.id)
         if option_id is None:
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": option_id}}
