@@ -46,6 +46,31 @@ end)
 """
 
 
+def attach_ui(nvim: Nvim) -> None:
+    """A UI, as a user has: without one Neovim never redraws, so the markdown
+    highlighter (which parses at redraw) would cost nothing."""
+    nvim.api.ui_attach(120, 40, rgb=True, ext_linegrid=True)
+
+
+def highlighting(nvim: Nvim) -> str:
+    """What highlights the transcript: "tree-sitter (markdown)" or the syntax's name."""
+    return str(
+        nvim.lua(
+            "local b = require('gemini_companion.agent.transcript').buffer()"
+            " if vim.treesitter.highlighter.active[b] then return 'tree-sitter (markdown)' end"
+            " return 'syntax ' .. vim.bo[b].syntax"
+        )
+    )
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process, MiB (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def watch_transcript(nvim: Nvim, pattern: str) -> None:
     """Record when each line matching the Lua ``pattern`` (one capture) is drawn."""
     nvim.lua(_WATCH, pattern)

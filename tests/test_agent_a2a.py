@@ -131,7 +131,7 @@ def test_a_prompt_streams_follow_ups_stay_on_the_task_and_the_server_is_loopback
     assert (state["task_id"], state["context_id"]) == (task, context)
     second = fake.stream_requests()[-1]["body"]
     assert "say hello" in str(second["contents"])  # same conversation: history kept
-    assert transcript(nvim).count("## You") == 2
+    assert transcript(nvim).count("▍ You") == 2
 
     # Loopback only: reachable on 127.0.0.1, not on this machine's other address.
     port = int(state["url"].rsplit(":", 1)[1])
@@ -169,10 +169,10 @@ def test_slash_commands_are_listed_completed_and_run(agent_nvim: Nvim) -> None:
     assert nvim.api.eval("getcompletion('GeminiAgent /mem', 'cmdline')") == ["/memory"]
     assert "show" in nvim.api.eval("getcompletion('GeminiAgent /memory ', 'cmdline')")
     nvim.api.command("GeminiAgent /memory show")
-    wait_transcript(nvim, "## You\n/memory show")
+    wait_transcript(nvim, "▍ You\n/memory show")
     wait_agent(nvim, "the command to end", lambda s: s["state"] == "idle")
     assert "[Error]" not in transcript(nvim)
-    assert transcript(nvim).split("/memory show", 1)[1].strip() != "## Gemini"
+    assert transcript(nvim).split("/memory show", 1)[1].strip() != "▍ Gemini"
 
 
 def test_write_file_is_reviewed_in_the_diff_tab_and_the_users_edit_ends_on_disk(

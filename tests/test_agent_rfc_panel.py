@@ -80,7 +80,7 @@ def test_rfc_slash_commands_complete_run_and_ask_in_the_panel(nvim: Nvim, agent:
     assert nvim.api.eval("getcompletion('GeminiAgent /memory ', 'cmdline')") == ["add", "show"]
 
     nvim.api.command("GeminiAgent /memory add tabs are wide")
-    wait_transcript(nvim, "## You\n/memory add tabs are wide")
+    wait_transcript(nvim, "▍ You\n/memory add tabs are wide")
     wait_transcript(nvim, "Remembered: tabs are wide")
     assert agent.extension_calls[-1] == (
         "command/execute",
@@ -131,12 +131,12 @@ def test_mcp_and_info_confirmations_queue_and_are_answered_oldest_first(
     assert info["description"] == "Fetch https://example.com/docs and summarise it"
     assert [o["id"] for o in info["options"]] == ["proceed_once", "cancel"]
     text = transcript(nvim)
-    assert "Waiting for you (1 of 3): Read the diagnostics of main.py" in text
+    assert "Waiting for you: Read the diagnostics of main.py" in text
     assert "MCP server nvim, tool getDiagnostics" in text
     assert "[proceed_always_server] Always allow every tool of nvim" in text
-    assert "Waiting for you (2 of 3): Fetch a page" in text
+    assert "Waiting for you: Fetch a page" in text
     assert "Fetch https://example.com/docs and summarise it" in text
-    assert "Waiting for you (3 of 3)" in text
+    assert "Waiting for you" in text
     assert agent.confirmations == []
     assert nvim.api.eval("getcompletion('GeminiAccept ', 'cmdline')") == [
         "proceed_always_server",
@@ -160,7 +160,7 @@ def test_mcp_and_info_confirmations_queue_and_are_answered_oldest_first(
         {"tool_call_id": "mcp-1", "selected_option_id": "proceed_always_server"}
     ]
     wait_transcript(nvim, "→ done (proceed_always_server)")
-    wait_transcript(nvim, "Waiting for you (1 of 2): Fetch a page")
+    wait_transcript(nvim, "Waiting for you: Fetch a page")
 
     nvim.api.command("GeminiReject")
     wait_agent(nvim, "one left", lambda s: pending_ids(s) == ["sh-1"])

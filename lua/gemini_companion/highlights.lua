@@ -13,6 +13,12 @@ M.groups = {
   GeminiDiffTitle = "Title", -- diff tab: the winbar's title
   GeminiDiffHint = "WinBar", -- diff tab: the winbar's hint
   GeminiDiffWarning = "WarningMsg", -- diff tab: a warning in the winbar
+  GeminiAgentRole = "Statement", -- agent transcript: the "▍ You" and "▍ Gemini" lines
+  GeminiAgentThought = "Comment", -- agent transcript: a thought
+  GeminiAgentTool = "Function", -- agent transcript: a tool call's first line
+  GeminiAgentWaiting = "WarningMsg", -- agent transcript: a confirmation waiting for you
+  GeminiAgentError = "ErrorMsg", -- agent transcript: an error
+  GeminiAgentNote = "Special", -- agent transcript: a note or warning
 }
 
 function M.define()

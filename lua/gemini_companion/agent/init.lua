@@ -149,19 +149,58 @@ function M.stop()
   end
 end
 
---- Answer the oldest pending confirmation with `option` (an option id or kind;
---- default: allow once).
+--- The confirmation an answer without an id is for: the oldest whose lines the
+--- transcript shows in full (one that could not be drawn is never answered unseen).
+---@return gemini_companion.AgentPending?
+local function oldest_shown()
+  local pending = require("gemini_companion.agent.state").current.pending
+  return require("gemini_companion.agent.transcript").first_shown(pending)
+end
+
+---@param action "answer"|"reject"
+---@param option? string
+---@param call_id? string
+local function answer_pending(action, option, call_id)
+  if not call_id then
+    local pending = oldest_shown()
+    if not pending then
+      local waiting = #require("gemini_companion.agent.state").current.pending
+      notify(
+        waiting > 0 and "what the agent asks is not shown in the transcript yet: nothing answered"
+          or "nothing is waiting for an answer",
+        vim.log.levels.WARN
+      )
+      return
+    end
+    call_id = pending.id
+    local title = tostring(pending.title or call_id):match("^[^\n]*")
+    if vim.fn.strchars(title) > 60 then
+      title = vim.fn.strcharpart(title, 0, 59) .. "…"
+    end
+    notify(
+      ("%s %q%s"):format(
+        action == "answer" and "accepting" or "rejecting",
+        title,
+        option and (" (" .. option .. ")") or ""
+      )
+    )
+  end
+  request(action, { option = option, call_id = call_id })
+end
+
+--- Answer the oldest pending confirmation the transcript shows with `option` (an
+--- option id or kind; default: allow once), naming it.
 ---@param option? string
 ---@param call_id? string
 function M.accept(option, call_id)
-  request("answer", { option = option, call_id = call_id })
+  answer_pending("answer", option, call_id)
 end
 
---- Reject the oldest pending confirmation.
+--- Reject the oldest pending confirmation the transcript shows, naming it.
 ---@param option? string
 ---@param call_id? string
 function M.reject(option, call_id)
-  request("reject", { option = option, call_id = call_id })
+  answer_pending("reject", option, call_id)
 end
 
 --- The agent's state: protocol, dialect, task/context or session ids, state,
@@ -344,7 +383,7 @@ function M.answer_options(accept)
   if view then
     pending = pending_of(view)
   else
-    pending = require("gemini_companion.agent.state").current.pending[1]
+    pending = oldest_shown()
   end
   if not pending then
     return {}

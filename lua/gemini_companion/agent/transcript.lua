@@ -1,19 +1,31 @@
---- The transcript buffer (filetype `gemini_agent`): read-only, markdown-like, and
+--- The transcript buffer (filetype `gemini_agent`): read-only, markdown, and
 --- drawn only here, from the batches of operations the Python side sends
 --- (agent/view.py documents them). A block is a range of lines starting at an
 --- extmark; a tool block is replaced whole on each update, text blocks grow at the
 --- end. The buffer outlives its windows, so reopening the panel shows it again.
+---
+--- Markdown: Neovim's tree-sitter highlighter with the markdown parser (code
+--- fences in their language where a parser is installed), which parses what
+--- changed once per redraw, so once per batch; without the parser, the regex
+--- syntax (syntax/gemini_agent.vim). The panel's own lines (role lines, tool
+--- blocks, notices, thoughts) are highlighted by block, not by pattern, through a
+--- decoration provider that looks only at the lines on screen.
 local M = {}
 
 local api = vim.api
 local ns = api.nvim_create_namespace("gemini_companion_agent_blocks")
+local hl_ns = api.nvim_create_namespace("gemini_companion_agent_highlights")
 
 ---@type integer?
 local buf = nil
 ---@type integer[] block ids in transcript order
 local order = {}
----@type table<integer, { mark: integer, index: integer }>
+---@type table<integer, { mark: integer, index: integer, kind: string, pending?: string }>
 local blocks = {}
+---@type table<string, integer> call id -> the block that shows its confirmation
+local shown = {}
+
+local set_provider -- defined below, with the highlighting by block
 
 local NAME = "gemini-agent://transcript"
 
@@ -24,7 +36,7 @@ function M.buffer()
     return buf
   end
   buf = api.nvim_create_buf(false, true)
-  order, blocks = {}, {}
+  order, blocks, shown = {}, {}, {}
   api.nvim_buf_set_name(buf, NAME)
   local bo = vim.bo[buf]
   bo.buftype = "nofile"
@@ -33,7 +45,118 @@ function M.buffer()
   bo.undolevels = -1
   bo.modifiable = false
   bo.filetype = "gemini_agent"
+  require("gemini_companion.highlights").define()
+  set_provider()
+  M.highlight(buf)
   return buf
+end
+
+--- The first block shown at or after row `top` (binary search on the blocks'
+--- extmarks), as an index in `order`.
+---@param b integer
+---@param top integer
+---@return integer
+local function block_at(b, top)
+  local lo, hi = 1, #order
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    if api.nvim_buf_get_extmark_by_id(b, ns, blocks[order[mid]].mark, {})[1] <= top then
+      lo = mid
+    else
+      hi = mid - 1
+    end
+  end
+  return lo
+end
+
+---@type { start: integer, kind: string }[] the blocks on screen, set by on_win
+local on_screen = {}
+
+local ROLES = { ["▍ You"] = true, ["▍ Gemini"] = true }
+local NOTICES = { Error = "GeminiAgentError", Warning = "GeminiAgentNote", Note = "GeminiAgentNote" }
+
+--- The panel's own group for line `row`, or nil (the markdown highlighter's).
+---@param b integer
+---@param row integer
+---@return string?
+local function own_group(b, row)
+  local block
+  for i = #on_screen, 1, -1 do
+    if on_screen[i].start <= row then
+      block = on_screen[i]
+      break
+    end
+  end
+  if not block or block.kind == "text" or block.kind == "message" then
+    return nil
+  end
+  local line = api.nvim_buf_get_lines(b, row, row + 1, false)[1] or ""
+  if line == "" then
+    return nil
+  elseif block.kind == "thought" then
+    return "GeminiAgentThought"
+  elseif block.kind == "prompt" then
+    return ROLES[line] and "GeminiAgentRole" or nil
+  elseif block.kind == "tool" then
+    if line:find("^%[tool%] ") then
+      return "GeminiAgentTool"
+    elseif line:find("^  %? Waiting for you") then
+      return "GeminiAgentWaiting"
+    end
+  elseif block.kind == "notice" then
+    if row == block.start + 1 then
+      block.group = NOTICES[line:match("^%[(%a+)%]") or ""]
+    end
+    return block.group
+  end
+end
+
+local provider_set = false
+
+function set_provider()
+  if provider_set then
+    return
+  end
+  provider_set = true
+  api.nvim_set_decoration_provider(hl_ns, {
+    on_win = function(_, _, b, top, bot)
+      if b ~= buf or #order == 0 then
+        return false
+      end
+      on_screen = {}
+      for i = block_at(b, top), #order do
+        local block = blocks[order[i]]
+        local start = api.nvim_buf_get_extmark_by_id(b, ns, block.mark, {})[1]
+        if start > bot then
+          break
+        end
+        on_screen[#on_screen + 1] = { start = start, kind = block.kind }
+      end
+    end,
+    on_line = function(_, _, b, row)
+      local group = own_group(b, row)
+      if group then
+        local line = api.nvim_buf_get_lines(b, row, row + 1, false)[1]
+        api.nvim_buf_set_extmark(b, hl_ns, row, 0, {
+          end_col = #line,
+          hl_group = group,
+          ephemeral = true,
+          priority = 150, -- over tree-sitter's 100
+        })
+      end
+    end,
+  })
+end
+
+--- Markdown highlighting for the transcript: tree-sitter when the markdown parser
+--- is there (markdown renderers such as render-markdown.nvim and markview.nvim
+--- draw over it when `gemini_agent` is in their file types), else the syntax file.
+---@param b integer
+function M.highlight(b)
+  pcall(vim.treesitter.language.register, "markdown", "gemini_agent")
+  if vim.g.gemini_companion_agent_markdown == false or not pcall(vim.treesitter.start, b, "markdown") then
+    vim.bo[b].syntax = "gemini_agent"
+  end
 end
 
 ---@param b integer
@@ -46,6 +169,23 @@ local function range(b, id)
   local finish = next_id and api.nvim_buf_get_extmark_by_id(b, ns, blocks[next_id].mark, {})[1]
     or api.nvim_buf_line_count(b)
   return start, finish
+end
+
+--- Lines as Neovim takes them: one holding a newline (which nvim_buf_set_lines
+--- refuses, failing the whole batch) becomes several.
+---@param lines string[]
+---@return string[]
+local function as_lines(lines)
+  for i, line in ipairs(lines) do
+    if line:find("\n", 1, true) then
+      local out = vim.list_slice(lines, 1, i - 1)
+      for j = i, #lines do
+        vim.list_extend(out, vim.split(lines[j], "\n", { plain = true }))
+      end
+      return out
+    end
+  end
+  return lines
 end
 
 ---@param b integer
@@ -61,13 +201,14 @@ local function add_block(b, id, lines)
     api.nvim_buf_set_lines(b, start, start, false, lines)
   end
   order[#order + 1] = id
-  blocks[id] = { index = #order, mark = api.nvim_buf_set_extmark(b, ns, start, 0, {}) }
+  blocks[id] = { index = #order, mark = api.nvim_buf_set_extmark(b, ns, start, 0, {}), kind = "text" }
 end
 
 ---@param b integer
 ---@param id integer
 ---@param lines string[]
 local function set_block(b, id, lines)
+  lines = as_lines(lines)
   if not blocks[id] then
     add_block(b, id, lines)
     return
@@ -75,6 +216,45 @@ local function set_block(b, id, lines)
   local start, finish = range(b, id)
   api.nvim_buf_set_lines(b, start, finish, false, lines)
   api.nvim_buf_set_extmark(b, ns, start, 0, { id = blocks[id].mark })
+end
+
+--- A block op: its lines, then what it shows (a confirmation is "shown" only
+--- once its lines are in the buffer).
+---@param b integer
+---@param op { id: integer, lines: string[], kind?: string, pending?: string }
+local function draw_block(b, op)
+  local block = blocks[op.id]
+  if block and block.pending then
+    shown[block.pending] = nil
+    block.pending = nil
+  end
+  set_block(b, op.id, op.lines)
+  block = blocks[op.id]
+  block.kind = op.kind or block.kind
+  if op.pending then
+    block.pending = op.pending
+    shown[op.pending] = op.id
+  end
+end
+
+--- When drawing an op failed: its lines with control characters made visible,
+--- or a line saying it could not be drawn. A confirmation never hides: it is
+--- either shown in full or not "shown" at all (then nothing answers it unnamed).
+---@param b integer
+---@param op table
+---@param err string
+local function draw_failed(b, op, err)
+  local lines = {}
+  for _, line in ipairs(type(op.lines) == "table" and op.lines or {}) do
+    lines[#lines + 1] = tostring(line):gsub("%c", function(c)
+      return ("<%02x>"):format(c:byte())
+    end)
+  end
+  table.insert(lines, 1, "[Error] this block could not be drawn: " .. tostring(err):gsub("%c", " "))
+  local ok = pcall(draw_block, b, { id = op.id, lines = lines, kind = "notice", pending = op.pending })
+  if not ok and op.pending then
+    shown[op.pending] = nil
+  end
 end
 
 ---@param b integer
@@ -112,24 +292,33 @@ end
 
 local levels = { info = vim.log.levels.INFO, warning = vim.log.levels.WARN, error = vim.log.levels.ERROR }
 
---- Draw one batch (agent/view.py, through host.lua's agent_draw).
+--- Draw one batch (agent/view.py, through host.lua's agent_draw). Each op is
+--- drawn on its own: one that fails is shown as failed and the others still draw.
 ---@param ops table[]
 function M._apply(ops)
   local b = M.buffer()
   local follow = following(b)
   local changed = false
+  local messages = require("gemini_companion.agent.messages")
   vim.bo[b].modifiable = true
-  local ok, err = pcall(function()
-    for _, op in ipairs(ops) do
-      if op.op == "block" then
-        set_block(b, op.id, op.lines)
-        changed = true
-      elseif op.op == "append" then
-        append(b, op.id, op.text, op.prefix or "")
-        changed = true
+  for _, op in ipairs(ops) do
+    if op.op == "block" or op.op == "append" then
+      local ok, err = pcall(function()
+        if op.op == "block" then
+          draw_block(b, op)
+        else
+          append(b, op.id, op.text, op.prefix or "")
+        end
+      end)
+      if not ok then
+        if op.op == "block" then
+          draw_failed(b, op, err)
+        end
+        messages.post("Gemini agent: drawing the transcript failed: " .. tostring(err), vim.log.levels.WARN)
       end
+      changed = true
     end
-  end)
+  end
   vim.bo[b].modifiable = false
   if changed then
     local count = api.nvim_buf_line_count(b)
@@ -141,15 +330,31 @@ function M._apply(ops)
     if op.op == "state" then
       require("gemini_companion.agent.state")._update(op.state)
     elseif op.op == "notify" then
-      local text = require("gemini_companion.state").brief(op.text, "the agent's transcript")
-      vim.notify(text, levels[op.level] or vim.log.levels.INFO, { title = "Gemini agent" })
+      pcall(messages.post, op.text, levels[op.level] or vim.log.levels.INFO)
     elseif op.op == "checktime" then
       pcall(vim.cmd.checktime)
     end
   end
-  if not ok then
-    error(err, 0)
+end
+
+--- The call id of the oldest confirmation in `pending` whose lines are in the
+--- transcript (what `:GeminiAccept` without an id answers), or nil.
+---@param pending gemini_companion.AgentPending[]
+---@return gemini_companion.AgentPending?
+function M.first_shown(pending)
+  for _, p in ipairs(pending) do
+    if M.shows(p.id) then
+      return p
+    end
   end
+end
+
+--- The transcript shows the confirmation of this tool call in full.
+---@param call_id string
+---@return boolean
+function M.shows(call_id)
+  local id = shown[call_id]
+  return id ~= nil and blocks[id] ~= nil and blocks[id].pending == call_id
 end
 
 --- The transcript's lines (for tests and for `:w` to a file by the user).

@@ -26,12 +26,18 @@ STATUS_WORDS = {
 }
 
 
+YOU = "▍ You"
+GEMINI = "▍ Gemini"
+"""Role lines: not markdown headings, so the model's own ``## Summary`` is never
+mistaken for a turn (the panel also highlights them as ``GeminiAgentRole``)."""
+
+
 def prompt_lines(text: str, references: list[str], first: bool) -> list[str]:
     lines = [] if first else [""]
-    lines.append("## You")
+    lines.append(YOU)
     lines.extend(text.split("\n"))
     lines.extend(f"  {ref}" for ref in references)
-    lines.extend(["", "## Gemini"])
+    lines.extend(["", GEMINI])
     return lines
 
 
@@ -46,8 +52,15 @@ def thought_start(subject: str | None) -> list[str]:
 
 def notice_lines(text: str, level: str) -> list[str]:
     label = {"error": "Error", "warning": "Warning"}.get(level, "Note")
-    first, *rest = text.split("\n")
-    return ["", f"[{label}] {first}", *(f"  {line}" for line in rest)]
+    return ["", *_lines(f"[{label}] ", text, "  ")]
+
+
+def _lines(first: str, text: str, rest: str, after: str = "") -> list[str]:
+    """``text`` as lines: the first after ``first``, the others after ``rest`` (an
+    agent's title or command may hold newlines: each is shown as a line of its own,
+    never joined or dropped); ``after`` ends the first line."""
+    head, *more = text.split("\n")
+    return [f"{first}{head}{after}", *(f"{rest}{line}" for line in more)]
 
 
 def _tail(text: str, prefix: str) -> list[str]:
@@ -59,35 +72,42 @@ def _tail(text: str, prefix: str) -> list[str]:
     return shown
 
 
-def confirmation_lines(conf: Confirmation, position: int, waiting: int) -> list[str]:
-    queue = f" ({position} of {waiting})" if waiting > 1 else ""
-    lines = [f"  ? Waiting for you{queue}: {conf.title}"]
+def confirmation_lines(conf: Confirmation) -> list[str]:
+    """What a waiting confirmation asks, in full: every line of its title and
+    command is shown before it can be answered (issue 21). No "(2 of 3)": the
+    number waiting is in the panel's status line, so a new request never redraws
+    the others (a flood of them stays linear)."""
+    lines = _lines("  ? Waiting for you: ", conf.title, "      ")
     if conf.kind == "exec":
-        lines.append(f"    $ {conf.command or ''}")
+        lines.extend(_lines("    $ ", conf.command or "", "      "))
         if conf.directory:
-            lines.append(f"    in {conf.directory}")
+            lines.extend(_lines("    in ", conf.directory, "       "))
     elif conf.kind == "mcp":
-        lines.append(f"    MCP server {conf.server or '?'}, tool {conf.tool or '?'}")
+        lines.extend(
+            _lines("    MCP server ", f"{conf.server or '?'}, tool {conf.tool or '?'}", "    ")
+        )
     elif conf.kind == "edit":
-        lines.append(f"    edit {conf.file_path or '?'} (review it in the diff tab)")
+        lines.extend(
+            _lines("    edit ", conf.file_path or "?", "    ", " (review it in the diff tab)")
+        )
     if conf.description and conf.kind != "edit":
         lines.extend(f"    {line}" for line in conf.description.split("\n"))
     options = "  ".join(f"[{o.id}] {o.name}" for o in conf.options)
-    lines.append(f"    options: {options}")
+    lines.extend(_lines("    options: ", options, "    "))
     lines.append("    :GeminiAccept [option] or :GeminiReject")
     return lines
 
 
-def tool_lines(call: ToolCall, position: int = 0, waiting: int = 0) -> list[str]:
+def tool_lines(call: ToolCall) -> list[str]:
     status = STATUS_WORDS.get(call.status, call.status)
     if call.confirmation is not None and call.status == "pending":
         status = "waiting for you"
     title = f": {call.title}" if call.title and call.title != call.name else ""
-    lines = ["", f"[tool] {call.name}{title} ({status})"]
+    lines = ["", *_lines("[tool] ", f"{call.name}{title}", "  ", f" ({status})")]
     if call.locations:
-        lines.append("  at " + ", ".join(call.locations))
+        lines.extend(_lines("  at ", ", ".join(call.locations), "  "))
     if call.confirmation is not None and call.status == "pending":
-        lines.extend(confirmation_lines(call.confirmation, position, waiting))
+        lines.extend(confirmation_lines(call.confirmation))
     if call.live_output and call.result is None and call.error is None:
         lines.extend(_tail(call.live_output, "  │ "))
     if call.result:
@@ -97,10 +117,10 @@ def tool_lines(call: ToolCall, position: int = 0, waiting: int = 0) -> list[str]
     return lines
 
 
-def block_lines(block: Block, position: int = 0, waiting: int = 0) -> list[str]:
+def block_lines(block: Block) -> list[str]:
     """The lines of a tool or notice block (text blocks grow by appending instead)."""
     if block.kind == "tool" and block.call is not None:
-        return tool_lines(block.call, position, waiting)
+        return tool_lines(block.call)
     if block.kind == "notice":
         return notice_lines(block.text, block.level)
     raise ValueError(f"block {block.id} ({block.kind}) is not drawn whole")

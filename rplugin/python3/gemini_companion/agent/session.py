@@ -173,7 +173,7 @@ class AgentSession:
         return state
 
     def _publish(self) -> None:
-        self.view.state(self.state())
+        self.view.state(self.state)  # built when the batch goes: once per batch
 
     def _set_status(self, status: AgentStatus, detail: str = "") -> None:
         if status == "idle" and self.transcript.pending:
@@ -249,10 +249,10 @@ class AgentSession:
             self.view.notify(f"Gemini agent: {text}", level)
 
     def _draw_tool(self, block: Block) -> None:
-        assert block.call is not None
-        pending = self.transcript.pending
-        position = pending.index(block.call.id) + 1 if block.call.id in pending else 0
-        self.view.block(block.id, render.block_lines(block, position, len(pending)), "tool")
+        call = block.call
+        assert call is not None
+        waits = call.confirmation is not None and call.status == "pending"
+        self.view.block(block.id, render.block_lines(block), "tool", call.id if waits else None)
 
     def _tool_call(self, call: ToolCall) -> None:
         tb = self.transcript.tool_blocks
@@ -276,9 +276,6 @@ class AgentSession:
             changed = True
         self._draw_tool(block)
         if changed:
-            for other in pending:
-                if other != call.id:
-                    self._draw_tool(tb[other])
             if pending and self.status in ("working", "idle"):
                 self._set_status("waiting")
             elif not pending and self.status == "waiting":

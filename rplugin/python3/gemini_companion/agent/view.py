@@ -8,24 +8,33 @@ one is drawn at once.
 
 Operations (drawn by lua/gemini_companion/agent/transcript.lua ``_apply``):
 
-``{"op": "block", "id", "lines", "kind"}``
+``{"op": "block", "id", "lines", "kind", "pending"?}``
     create the block at the end of the transcript, or replace its lines;
+    ``pending``: the call id of the confirmation these lines show (the panel
+    answers a confirmation without an id only once it has drawn it);
 ``{"op": "append", "id", "text", "prefix"}``
     append text to the last line of the (last) block ``id``; new lines start
     with ``prefix``;
 ``{"op": "state", "state"}``
     the agent's state (``require("gemini_companion.agent").state()``);
 ``{"op": "notify", "text", "level"}``
-    a ``vim.notify`` message;
+    a message to the user (coalesced by the panel: never a wait on the message
+    area);
 ``{"op": "checktime"}``
     ``:checktime``: a file the agent wrote may be loaded.
+
+Everything sent is valid UTF-8 (lone surrogates an agent sent in JSON become
+U+FFFD, and the user is told once), and no transcript line is longer than
+:data:`MAX_LINE` characters: a huge line is cut with a note, so Neovim's memory
+for the transcript is bounded by what it shows.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,6 +43,48 @@ if TYPE_CHECKING:
     from ..editor import Editor
 
 log = logging.getLogger(__name__)
+
+MAX_LINE = 10_000
+"""Characters of one transcript line shown; the rest of a longer line is left out."""
+
+CUT = " … [the rest of this line is not shown: longer than 10000 characters]"
+
+_NOT_UNICODE = (
+    "Gemini agent: the agent sent text that is not valid Unicode (a lone surrogate);"
+    " it is shown as \ufffd"
+)
+
+
+def _valid(text: str) -> str:
+    """``text`` with lone surrogates (which JSON allows and UTF-8 cannot carry)
+    replaced by U+FFFD; surrogate pairs become their character."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= MAX_LINE else line[:MAX_LINE] + CUT
+
+
+def _deep_valid(value: Any) -> tuple[Any, bool]:
+    """``value`` (the state's JSON-like tree) with every string made valid."""
+    if isinstance(value, str):
+        clean = _valid(value)
+        return clean, clean is not value
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        changed = False
+        for k, v in value.items():
+            out[k], bad = _deep_valid(v)
+            changed |= bad
+        return out, changed
+    if isinstance(value, (list, tuple)):
+        items = [_deep_valid(v) for v in value]
+        return [v for v, _ in items], any(bad for _, bad in items)
+    return value, False
 
 
 class PanelView:
@@ -45,10 +96,15 @@ class PanelView:
     def __init__(self, editor: Editor) -> None:
         self._editor = editor
         self._outbox: list[dict[str, Any]] = []
+        self._blocks: dict[int, dict[str, Any]] = {}  # block ops in the outbox, by id
+        self._state: Callable[[], Mapping[str, Any]] = dict
+        self._state_due = False
         self._in_flight = False
         self._scheduled = False
         self._idle = asyncio.Event()
         self._idle.set()
+        self._line: dict[int, int] = {}  # a text block's last line: its length, -1 once cut
+        self._told_invalid = False
         self.batches = 0
 
     def push(self, op: dict[str, Any]) -> None:
@@ -63,44 +119,101 @@ class PanelView:
         ):
             last["text"] += op["text"]
         elif kind == "state":
-            self._outbox = [o for o in self._outbox if o["op"] != "state"]
-            self._outbox.append(op)
-        elif kind == "block" and (
-            same := next(
-                (o for o in self._outbox if o["op"] == "block" and o["id"] == op["id"]), None
-            )
-        ):
+            self._state_due = True  # drawn last in the next batch, built then
+        elif kind == "block" and (same := self._blocks.get(op["id"])):
             # No append can follow a whole block's lines, so replacing is safe.
             same["lines"] = op["lines"]
+            same["pending"] = op.get("pending")
         else:
             self._outbox.append(op)
+            if kind == "block":
+                self._blocks[op["id"]] = op
         self._idle.clear()
         if not self._in_flight and not self._scheduled:
             # Everything pushed in this turn of the loop goes in the same batch.
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._flush)
 
-    def block(self, block_id: int, lines: list[str], kind: str) -> None:
-        self.push({"op": "block", "id": block_id, "lines": lines, "kind": kind})
+    def _checked(self, text: str) -> str:
+        clean = _valid(text)
+        if clean is not text and not self._told_invalid:
+            self._told_invalid = True  # once per panel: a stream of them is one message
+            self.push({"op": "notify", "text": _NOT_UNICODE, "level": "warning"})
+        return clean
+
+    def block(self, block_id: int, lines: list[str], kind: str, pending: str | None = None) -> None:
+        lines = [_cut(self._checked(line)) for line in lines]
+        self._line[block_id] = len(lines[-1]) if lines else 0
+        op = {"op": "block", "id": block_id, "lines": lines, "kind": kind}
+        if pending is not None:
+            op["pending"] = self._checked(pending)
+        self.push(op)
 
     def append(self, block_id: int, text: str, prefix: str = "") -> None:
+        text = self._checked(text)
+        length = self._line.get(block_id, 0)
+        if length >= 0 and length + len(text) <= MAX_LINE and "\n" not in text:
+            self._line[block_id] = length + len(text)  # the common case: no cut
+        else:
+            shown: list[str] = []
+            for i, piece in enumerate(text.split("\n")):
+                if i:
+                    shown.append("\n")
+                    length = len(prefix)
+                if length < 0:
+                    continue  # the rest of a line already cut
+                if length + len(piece) > MAX_LINE:
+                    shown.append(piece[: MAX_LINE - length] + CUT)
+                    length = -1
+                else:
+                    shown.append(piece)
+                    length += len(piece)
+            self._line[block_id] = length
+            text = "".join(shown)
+            if not text:
+                return
         self.push({"op": "append", "id": block_id, "text": text, "prefix": prefix})
 
-    def state(self, state: Mapping[str, Any]) -> None:
-        self.push({"op": "state", "state": dict(state)})
+    def state(self, state: Mapping[str, Any] | Callable[[], Mapping[str, Any]]) -> None:
+        """The agent's state, or a function that builds it: called once per batch
+        (a flood of changes builds it once, not once per change)."""
+        self._state = state if callable(state) else (lambda: state)
+        self.push({"op": "state"})
 
     def notify(self, text: str, level: str) -> None:
-        self.push({"op": "notify", "text": text, "level": level})
+        if len(text) > MAX_LINE:
+            text = text[:MAX_LINE] + " …"
+        self.push({"op": "notify", "text": self._checked(text), "level": level})
 
     def checktime(self) -> None:
         self.push({"op": "checktime"})
 
+    def _valid_state(self) -> Any:
+        state = self._state()
+        try:
+            # One pass in C finds nothing to clean in the usual case.
+            json.dumps(state, ensure_ascii=False).encode("utf-8")
+            return state
+        except UnicodeEncodeError:
+            pass
+        except (TypeError, ValueError):
+            return state
+        clean, _ = _deep_valid(state)
+        if not self._told_invalid:
+            self._told_invalid = True
+            self._outbox.append({"op": "notify", "text": _NOT_UNICODE, "level": "warning"})
+        return clean
+
     def _flush(self) -> None:
         self._scheduled = False
-        if not self._outbox:
+        if not self._outbox and not self._state_due:
             self._idle.set()
             return
         batch, self._outbox = self._outbox, []
+        self._blocks = {}
+        if self._state_due:
+            self._state_due = False
+            batch.append({"op": "state", "state": self._valid_state()})
         self._in_flight = True
         self.batches += 1
         loop = asyncio.get_running_loop()
