@@ -197,6 +197,9 @@ class CompanionServer:
             self._loop.close()
 
     async def _serve(self) -> None:
+        # Imported off the loop: meanwhile it runs what is posted to it (the agent
+        # panel opened right at start-up starts its agent at once, issue 25 item 1).
+        await asyncio.to_thread(_import_server_stack)
         import anyio
         import uvicorn
 
@@ -348,6 +351,21 @@ class _PathRouter:
             await self._lifespan(scope, receive, send)
             return
         await self._routes[scope["path"]](scope, receive, send)
+
+
+def _import_server_stack() -> None:
+    """What :meth:`CompanionServer._serve` and the app it builds import (about half
+    a second on a quiet machine), in a worker thread."""
+    import anyio  # noqa: F401
+    import mcp_types  # noqa: F401
+    import uvicorn  # noqa: F401
+
+    from . import bodies, connections, session_cap, sessions  # noqa: F401
+    from .sdk import skip_package_inits
+
+    skip_package_inits("mcp", "mcp.server")
+    import mcp.server.lowlevel
+    import mcp.server.transport_security  # noqa: F401
 
 
 _background: set[asyncio.Task[Any]] = set()

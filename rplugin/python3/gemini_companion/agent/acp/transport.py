@@ -139,7 +139,16 @@ class AcpTransport(Transport):
 
     async def start(self, events: EventSink) -> None:
         self._events = events
-        await asyncio.to_thread(_import_protocol)
+        # The protocol's packages load in a thread while the agent's process starts
+        # (issue 25 item 1): the CLI takes longer to start than they take to import.
+        loading = asyncio.ensure_future(asyncio.to_thread(_import_protocol))
+        await self._shutdown_child()
+        restarted = self._exit_message is not None
+        previous = self._session_id
+        self._stopping = False
+        self._exit_message = None
+        self._session_id = None
+        child = await self._spawn(loading)
         from ..files import EditorFiles
         from .events import UpdateTranslator
         from .sessions import SessionStore, default_path
@@ -150,13 +159,6 @@ class AcpTransport(Transport):
             self._store = SessionStore(
                 self.options.sessions_file or default_path(dict(self.context.env))
             )
-        await self._shutdown_child()
-        restarted = self._exit_message is not None
-        previous = self._session_id
-        self._stopping = False
-        self._exit_message = None
-        self._session_id = None
-        child = await self._spawn()
         try:
             await self._within_startup(self._initialize(child), "initialize")
             await self._within_startup(self._new_session(), "session/new")
@@ -346,7 +348,7 @@ class AcpTransport(Transport):
 
     # -- the child process ----------------------------------------------------------------
 
-    async def _spawn(self) -> AgentChild:
+    async def _spawn(self, loading: asyncio.Future[None]) -> AgentChild:
         child = await spawn(
             self.options.cmd,
             cwd=self.context.workspace,
@@ -354,6 +356,7 @@ class AcpTransport(Transport):
             handler=self._handle,
             on_garbage=self._garbage,
             on_refused=self._refused,
+            protocol_loaded=loading,
         )
         child.tasks.append(asyncio.get_running_loop().create_task(self._watch(child)))
         self._child = child

@@ -1,0 +1,385 @@
+"""What the agent panel costs against another panel, in one run (issue 25 items 1, 3, 5).
+
+Both panels drive the real ``gemini --acp`` 0.61.0 offline
+(``--fake-responses-non-strict``) through bench/acp_tap.py, which stamps the
+messages on the pipe, in a Neovim with a UI attached (``nvim_ui_attach`` from this
+script: every redraw is produced and sent). Prints, for this plugin and, when
+``CODECOMPANION_DIR`` and ``PLENARY_DIR`` name checkouts of codecompanion.nvim and
+plenary.nvim, for codecompanion.nvim's chat with its ``gemini_cli`` adapter:
+
+- panel opened (``:GeminiAgent``; ``require("codecompanion").chat()``) -> agent
+  ready (the agent's answer to ``session/new`` written on the pipe), the panel
+  opened ``--delay`` seconds after Neovim started, and opened right at start-up
+  (this plugin's host then still loading). Target: within 10 % (25 % at start-up)
+  of the fastest other panel;
+- the CPU Neovim and the processes it runs for the panel (this plugin's Python
+  host; not the agent) spend on one answer of ``--size`` bytes streamed in
+  ``--chunks`` chunks of markdown with code fences, from the prompt to its last
+  line drawn; ``/proc/<pid>/stat``. Target: at most 0.3x codecompanion.nvim's;
+- the Python host's resident memory at rest (before the panel is opened, 3 s
+  after start-up) and with the ACP panel open after the answer. Targets: 45 MiB,
+  60 MiB.
+
+Run: .venv/bin/python bench/panel_cost.py [--runs N] [--size BYTES] [--delay S]
+The load average is printed with the figures: on a busy machine they grow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from fake_model import gemini_home, text, write_responses
+from harness import INTEROP, Nvim, Sandbox, empty_manifest, wait_for
+
+GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+TAP = Path(__file__).resolve().parent / "acp_tap.py"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+READY_TARGET = 1.10
+READY_AT_START_TARGET = 1.25
+CPU_TARGET = 0.3
+REST_TARGET_MIB = 45
+OPEN_TARGET_MIB = 60
+
+
+def answer_chunks(size: int, chunks: int) -> list[str]:
+    """``size`` bytes of markdown in ``chunks`` pieces: prose, lists and code fences."""
+    block = (
+        "## Step {n}\n\nThe function below reads the file and *counts* its `lines`:\n\n"
+        "```python\ndef count(path):\n    with open(path) as f:\n"
+        "        return sum(1 for _ in f)\n```\n\n- first point\n- second point\n\n"
+    )
+    body, n = [], 0
+    while sum(map(len, body)) < size:
+        body.append(block.format(n=n))
+        n += 1
+    whole = "".join(body)[:size]
+    step = max(1, len(whole) // chunks)
+    return [whole[i : i + step] for i in range(0, len(whole), step)]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / TICKS
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise KeyError("VmRSS")
+
+
+def stamps(log: Path) -> list[dict[str, Any]]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def stamp_of(log: Path, key: str, value: str, after: int = 0) -> int | None:
+    for record in stamps(log):
+        if record.get(key) == value and record["t"] >= after:
+            return int(record["t"])
+    return None
+
+
+def attach_ui(nvim: Nvim) -> None:
+    nvim.api.request("nvim_ui_attach", 120, 40, {"rgb": True, "ext_linegrid": True})
+
+
+class Panel:
+    """One panel in one Neovim: how to open it, prompt it and tell it is done."""
+
+    name = ""
+
+    def __init__(self, root: Path, fake: Path, delay: float) -> None:
+        self.root = root
+        self.log = root / "tap.jsonl"
+        home = gemini_home(root)
+        self.env = {"HOME": str(home), "GEMINI_API_KEY": "offline-bench-key"}
+        self.cmd = [
+            sys.executable,
+            str(TAP),
+            str(self.log),
+            "--",
+            "node",
+            str(GEMINI_JS),
+            "--acp",
+            "--fake-responses-non-strict",
+            str(fake),
+        ]
+        self.work = root / "work"
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.delay = delay
+        self.nvim = self.start()
+        attach_ui(self.nvim)
+
+    def start(self) -> Nvim:
+        raise NotImplementedError
+
+    def open(self) -> None:
+        raise NotImplementedError
+
+    def prompt(self, words: str) -> None:
+        raise NotImplementedError
+
+    def drawn(self, size: int) -> bool:
+        raise NotImplementedError
+
+    def pids(self) -> list[int]:
+        return [self.nvim.pid]
+
+    def close(self) -> None:
+        self.nvim.close()
+
+    def ready_ms(self) -> float:
+        """Open the panel and wait for the agent's session: ms from the open."""
+        opened = int(self.nvim.lua("return vim.uv.hrtime()"))
+        self.open()
+        ready = wait_for(
+            lambda: stamp_of(self.log, "answer", "session/new", opened), 60, "session/new"
+        )
+        return (ready - opened) / 1e6
+
+    def stream(self, size: int) -> tuple[float, float]:
+        """Prompt for the answer; CPU seconds of :meth:`pids` and wall seconds until
+        the agent's answer to the prompt is on the pipe and its last line drawn."""
+        pids = self.pids()
+        before, started = cpu_seconds(pids), time.perf_counter()
+        sent = time.monotonic_ns()
+        self.prompt("go")
+        wait_for(
+            lambda: stamp_of(self.log, "answer", "session/prompt", sent) and self.drawn(size),
+            180,
+            f"{self.name}: the whole answer drawn",
+            interval=0.02,
+        )
+        return cpu_seconds(pids) - before, time.perf_counter() - started
+
+
+class Ours(Panel):
+    name = "this plugin"
+
+    def start(self) -> Nvim:
+        setup = {"agent": {"protocol": "acp", "acp": {"cmd": self.cmd}}}
+        nvim = Nvim(
+            Sandbox.create(self.root / "nvim", empty_manifest(self.root / "rplugin.vim")),
+            cwd=self.work,
+            setup=setup,
+            env=self.env,
+        )
+        if self.delay:
+            nvim.wait_running()
+        return nvim
+
+    def host_pid(self) -> int:
+        return int(
+            wait_for(
+                lambda: self.nvim.lua(
+                    "local c = require('gemini_companion.host').channel"
+                    " return c and vim.fn.jobpid(c)"
+                ),
+                30,
+                "the host",
+            )
+        )
+
+    def pids(self) -> list[int]:
+        return [self.nvim.pid, self.host_pid()]
+
+    def open(self) -> None:
+        self.nvim.api.command("GeminiAgent")
+
+    def prompt(self, words: str) -> None:
+        self.nvim.api.command(f"GeminiAgent {words}")
+
+    def drawn(self, size: int) -> bool:
+        return bool(
+            self.nvim.lua(
+                "local a = require('gemini_companion.agent')"
+                " local t = a.transcript()"
+                " return a.state().state == 'idle' and t[#t - 1] ~= nil"
+                " and table.concat(t, '\\n'):find('Step ' .. ..., 1, true) ~= nil",
+                str(last_step(size)),
+            )
+        )
+
+
+CC_INIT = """
+vim.opt.rtp:prepend(os.getenv('CODECOMPANION_DIR'))
+vim.opt.rtp:prepend(os.getenv('PLENARY_DIR'))
+local cmd = vim.json.decode(os.getenv('BENCH_AGENT_CMD'))
+require('codecompanion').setup({
+  interactions = { chat = { adapter = 'gemini_cli' } },
+  adapters = { acp = { gemini_cli = function()
+    return require('codecompanion.adapters').extend('gemini_cli', {
+      commands = { default = cmd },
+      defaults = { auth_method = 'gemini-api-key' },
+    })
+  end } },
+})
+"""
+
+
+class CodeCompanion(Panel):
+    name = "codecompanion.nvim"
+
+    def start(self) -> Nvim:
+        sandbox = Sandbox.create(self.root / "nvim", empty_manifest(self.root / "rplugin.vim"))
+        init = self.root / "cc_init.lua"
+        init.write_text(CC_INIT)
+        env = {
+            **self.env,
+            "CODECOMPANION_DIR": os.environ["CODECOMPANION_DIR"],
+            "PLENARY_DIR": os.environ["PLENARY_DIR"],
+            "BENCH_AGENT_CMD": json.dumps(self.cmd),
+        }
+        nvim = Nvim(sandbox, cwd=self.work, env=env, args=["-c", f"luafile {init}"])
+        nvim.api.command("set shadafile=NONE noswapfile")
+        return nvim
+
+    def open(self) -> None:
+        self.nvim.lua("require('codecompanion').chat()")
+
+    def prompt(self, words: str) -> None:
+        self.nvim.lua(
+            "local chat = require('codecompanion').last_chat()"
+            " vim.api.nvim_buf_set_lines(chat.bufnr, -1, -1, false, { ... })"
+            " chat:submit()",
+            words,
+        )
+
+    def drawn(self, size: int) -> bool:
+        return bool(
+            self.nvim.lua(
+                "local chat = require('codecompanion').last_chat()"
+                " local lines = vim.api.nvim_buf_get_lines(chat.bufnr, 0, -1, false)"
+                " return table.concat(lines, '\\n'):find('Step ' .. ..., 1, true) ~= nil",
+                str(last_step(size)),
+            )
+        )
+
+
+def last_step(size: int) -> int:
+    chunks = answer_chunks(size, 1)
+    return "".join(chunks).count("## Step ") - 1
+
+
+def panels() -> list[type[Panel]]:
+    found: list[type[Panel]] = [Ours]
+    if os.environ.get("CODECOMPANION_DIR") and os.environ.get("PLENARY_DIR"):
+        found.append(CodeCompanion)
+    return found
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def one(
+    kind: type[Panel], root: Path, fake: Path, delay: float, size: int, results: dict[str, Any]
+) -> None:
+    panel = kind(root, fake, delay)
+    try:
+        if delay:
+            time.sleep(delay)
+        if isinstance(panel, Ours) and delay:
+            results.setdefault("rest", []).append(rss_mib(panel.host_pid()))
+        results.setdefault("ready" if delay else "ready_at_start", []).append(panel.ready_ms())
+        if not delay:
+            return
+        cpu, wall = panel.stream(size)
+        results.setdefault("cpu", []).append(cpu)
+        results.setdefault("wall", []).append(wall)
+        if isinstance(panel, Ours):
+            results.setdefault("open", []).append(rss_mib(panel.host_pid()))
+    finally:
+        panel.close()
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--size", type=int, default=1_000_000)
+    parser.add_argument("--chunks", type=int, default=1000)
+    parser.add_argument("--delay", type=float, default=3.0)
+    args = parser.parse_args()
+    print(f"load average before: {load()}")
+    results: dict[str, dict[str, Any]] = {kind.name: {} for kind in panels()}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        fake = write_responses(
+            base / "fake.jsonl",
+            [[[text(chunk)] for chunk in answer_chunks(args.size, args.chunks)]],
+        )
+        # Interleaved, so that the machine's load falls on every panel alike.
+        for run in range(args.runs):
+            for kind in panels():
+                for delay in (args.delay, 0.0):
+                    one(
+                        kind,
+                        base / f"{kind.__name__}-{run}-{delay}",
+                        fake,
+                        delay,
+                        args.size,
+                        results[kind.name],
+                    )
+    print(f"load average after: {load()}")
+    report(results, args)
+
+
+def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
+    ours = results[Ours.name]
+    others = {name: r for name, r in results.items() if name != Ours.name}
+    fmt: Callable[[list[float]], str] = lambda v: " / ".join(f"{x:.0f}" for x in v)  # noqa: E731
+    for name, r in results.items():
+        cpu, wall = median(r.get("cpu", [])), median(r.get("wall", []))
+        print(
+            f"{name}: opened {args.delay:g} s after start -> ready {median(r['ready']):.0f} ms"
+            f" ({fmt(r['ready'])}); opened at start-up -> ready"
+            f" {median(r['ready_at_start']):.0f} ms ({fmt(r['ready_at_start'])});"
+            f" {args.size / 1e6:g} MB answer: CPU {cpu:.2f} s in {wall:.2f} s"
+            f" ({100 * cpu / wall:.0f} % of a core)"
+        )
+    print(
+        f"this plugin's host: {median(ours['rest']):.1f} MiB at rest (target"
+        f" {REST_TARGET_MIB}), {median(ours['open']):.1f} MiB with the ACP panel open"
+        f" (target {OPEN_TARGET_MIB})"
+    )
+    if not others:
+        print("(CODECOMPANION_DIR and PLENARY_DIR unset: no other panel to compare with)")
+        return
+    fastest = min(median(r["ready"]) for r in others.values())
+    fastest_start = min(median(r["ready_at_start"]) for r in others.values())
+    cc_cpu = median(others[CodeCompanion.name]["cpu"]) if CodeCompanion.name in others else 0
+    checks = [
+        ("ready", median(ours["ready"]) / fastest, READY_TARGET),
+        ("ready at start-up", median(ours["ready_at_start"]) / fastest_start, READY_AT_START_TARGET),
+    ]
+    if cc_cpu:
+        checks.append(("CPU against codecompanion.nvim", median(ours["cpu"]) / cc_cpu, CPU_TARGET))
+    for what, ratio, target in checks:
+        verdict = "ok" if ratio <= target else "OVER"
+        print(f"{what}: {ratio:.2f}x (target <= {target:g}x) {verdict}")
+
+
+if __name__ == "__main__":
+    main()
