@@ -271,10 +271,23 @@ class Block:
 
     id: int
     kind: Literal["prompt", "message", "thought", "tool", "notice"]
-    text: str = ""
+    # The text as appended, joined when read (:attr:`text`): ``+=`` on an attribute
+    # copies the whole text each time, quadratic over a long answer (a megabyte in a
+    # thousand chunks: a third of the host's CPU, issue 25 item 3).
+    parts: list[str] = field(default_factory=list)
     subject: str | None = None
     call: ToolCall | None = None
     level: str = "info"
+
+    @property
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+    def append(self, text: str) -> None:
+        """Grow the block's text by ``text``."""
+        self.parts.append(text)
 
 
 @dataclass
@@ -287,6 +300,8 @@ class Transcript:
     pending: list[str] = field(default_factory=list)  # call ids
 
     def new_block(self, kind: Any, **values: Any) -> Block:
+        if "text" in values:
+            values["parts"] = [values.pop("text")]
         block = Block(len(self.blocks) + 1, kind, **values)
         self.blocks.append(block)
         return block

@@ -230,7 +230,7 @@ class AgentSession:
         if last is None or last.kind != kind:
             last = self.transcript.new_block(kind)
             self.view.block(last.id, render.message_start(), kind)
-        last.text += text
+        last.append(text)
         self.view.append(last.id, text)
 
     def _thought(self, event: ThoughtChunk) -> None:
@@ -239,7 +239,7 @@ class AgentSession:
             last = self.transcript.new_block("thought", subject=event.subject)
             self.view.block(last.id, render.thought_start(event.subject), "thought")
         if event.text:
-            last.text += event.text
+            last.append(event.text)
             self.view.append(last.id, event.text, render.THOUGHT)
 
     def _notice(self, text: str, level: str) -> None:
