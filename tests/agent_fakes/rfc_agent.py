@@ -216,6 +216,7 @@ class Handler(DefaultRequestHandler):
 class RfcAgent(AgentExecutor):
     def __init__(self) -> None:
         self.confirmations: list[dict[str, Any]] = []
+        self.cancels: list[str] = []  # the ids of the tasks cancelled
         self.settings: list[dict[str, Any]] = []
         self.pending: dict[str, dict[str, Any]] = {}  # call id -> the ToolCall asked
         self.extension_calls: list[tuple[str, dict[str, Any]]] = []
@@ -481,6 +482,7 @@ class RfcAgent(AgentExecutor):
         await self._done(queue, context)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self.cancels.append(str(context.task_id))
         await self._status(event_queue, context, pb.TaskState.TASK_STATE_CANCELED, "STATE_CHANGE")
 
 
