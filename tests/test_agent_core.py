@@ -79,6 +79,15 @@ class Recorder:
     def close(self, call_id: str) -> None:
         self.closed.append(call_id)
 
+    def expect(self, call_id: str, file_path: str, new_content: str) -> None:
+        pass
+
+    async def settle(self, call_id: str, accepted: bool, content: str | None) -> bool:
+        return False
+
+    def turn_ended(self) -> None:
+        pass
+
 
 @pytest.fixture
 def log_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -42,6 +42,9 @@ from .tools import ToolResult
 log = logging.getLogger(__name__)
 
 Notifier = Callable[[str, str, Mapping[str, Any]], Awaitable[bool]]
+# (session, filePath, newContent): True when the agent panel answers this openDiff
+# (its own edit, asked again over IDE mode: agent/review.py); no view opens.
+Claim = Callable[[str, str, str], Awaitable[bool]]
 # Queues one whole SSE event (bytes ready to write) for a session; False if it is gone.
 EventSender = Callable[[str, bytearray], bool]
 
@@ -84,6 +87,7 @@ class DiffController:
         notify: Notifier,
         policy: Callable[[], PathPolicy | None] = lambda: None,
         send_event: EventSender | None = None,
+        claim: Claim | None = None,
     ) -> None:
         """``policy`` gives the folders diffs may show files from; None: anywhere.
         ``send_event`` writes a ready event (an unchanged accept); None: proposals
@@ -91,6 +95,7 @@ class DiffController:
         self._editor = editor
         self._notify = notify
         self._send_event = send_event
+        self._claim = claim
         self._policy = policy
         self._by_path: dict[str, DiffSession] = {}
         self._by_id: dict[int, DiffSession] = {}
@@ -126,6 +131,11 @@ class DiffController:
             if kept is not None:
                 kept.discard()
             return ToolResult.error(str(exc))
+        if self._claim is not None and await self._claim(session_id, path, content):
+            if kept is not None:
+                kept.discard()
+            log.info("openDiff for %s answered by the agent panel's review", shown(path))
+            return ToolResult()
         policy = self._policy()
         outside = policy is not None and not policy.allows(path)
         current = self._by_path.get(path)

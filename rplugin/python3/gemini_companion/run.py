@@ -146,7 +146,11 @@ class ServerRun:
             max_body_bytes=options.max_body_bytes,
         )
         self.diffs = DiffController(
-            editor, self._notify_session, self.path_policy, send_event=self._send_event
+            editor,
+            self._notify_session,
+            self.path_policy,
+            send_event=self._send_event,
+            claim=self._agent_claims,
         )
         endpoints = {IDE_PATH: ide_tools(self.diffs)}
         self.tools: NeovimTools | None = None
@@ -247,6 +251,7 @@ class ServerRun:
                 self.terminal_env,
                 self._agent_mcp_servers,
                 path_policy=self.path_policy,
+                ide_notify=self._notify_session,
             )
             self.agent_stopped.clear()
         self.agent.request(action, args)
@@ -257,6 +262,12 @@ class ServerRun:
 
         server = self.tools_server()
         return [McpServer.http(server.name, server.url, server.headers)] if server else []
+
+    async def _agent_claims(self, session_id: str, file_path: str, new_content: str) -> bool:
+        """An ``openDiff`` that is the agent panel's own edit asked again over IDE
+        mode (agent/review.py): the panel's review answers it; no second view."""
+        agent = self.agent
+        return agent is not None and await agent.claim_ide_diff(session_id, file_path, new_content)
 
     async def diff_accepted(
         self, diff_id: int, text: str | None, eol: bool, fileformat: str, option: str | None

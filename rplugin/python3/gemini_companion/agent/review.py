@@ -4,6 +4,16 @@ The same Lua view as ``openDiff`` (same keys, ``:w``, ``:q``, ``:GeminiAccept``,
 ``:GeminiReject``), with view ids from the same counter, so ``Companion`` routes
 the user's answer by id: to ``diff.py`` for a CLI in a terminal, here for the
 agent panel.
+
+One edit, one review (issue 22 item 1). With ``ide.enabled`` in the user's Gemini
+settings, ``gemini --acp`` (started with the terminals' environment) is also an IDE
+client of the companion, and asks for each edit twice: ``session/request_permission``
+over ACP, and ``openDiff`` over IDE mode, the same file and text. Gemini CLI 0.61.0
+waits for both: after the ACP answer its ``onConfirm`` awaits the IDE answer, and it
+writes the text the IDE answer carries. The ``openDiff`` is that edit's *twin*:
+:meth:`DiffReview.claim` takes it (no second tab), and the user's one answer in the
+review answers it too, ``ide/diffAccepted`` with the user's full text (so the CLI
+writes it and its tool result tells the model) or ``ide/diffRejected``.
 """
 
 from __future__ import annotations
@@ -11,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..diff import next_diff_id
 from ..text import discard_handed_over, from_body, to_buffer
@@ -25,6 +36,20 @@ log = logging.getLogger(__name__)
 Answered = Callable[[str, bool, "str | None", "str | None"], Awaitable[None]]
 """(call id, accepted, the accepted text, the option the user named or None)."""
 
+IdeNotify = Callable[[str, str, Mapping[str, Any]], Awaitable[bool]]
+"""Sends an IDE-mode notification to one MCP session (``run.py``'s)."""
+
+# How long an ``openDiff`` that matches no edit under review waits for the agent's
+# permission request to arrive (the CLI sends both at once; either may come first),
+# while the agent is in a turn. Another CLI's diff waits that long at most, then opens.
+CLAIM_WAIT = 2.0
+
+
+@dataclass
+class _Twin:
+    session_id: str
+    file_path: str
+
 
 class DiffReview:
     """:class:`~.session.EditReview` over diff.lua. Use on the session's loop."""
@@ -34,18 +59,112 @@ class DiffReview:
         editor: Editor,
         answered: Answered,
         policy: Callable[[], PathPolicy | None] = lambda: None,
+        ide_notify: IdeNotify | None = None,
+        expecting: Callable[[], bool] = lambda: False,
     ) -> None:
         """``policy``: where files not loaded in Neovim may be shown (the agent's
         file access policy, as ``openDiff``'s: diff.lua refuses a file outside it
-        unless a buffer has it loaded)."""
+        unless a buffer has it loaded). ``ide_notify`` answers an edit's IDE twin;
+        ``expecting``: the agent is in a turn (its edit requests may be on the way)."""
         self._editor = editor
         self._answered = answered
         self._policy = policy
+        self._ide_notify = ide_notify
+        self._expecting = expecting
         self._by_call: dict[str, int] = {}
         self._by_id: dict[int, str] = {}
+        # Edits waiting for the user (call id -> file, proposal), their IDE twins,
+        # and the answers of edits answered before their twin came (file, proposal
+        # -> the answer), all forgotten when the turn ends (:meth:`turn_ended`).
+        self._proposals: dict[str, tuple[str, str]] = {}
+        self._twins: dict[str, _Twin] = {}
+        self._early: dict[tuple[str, str], tuple[str, Mapping[str, Any]]] = {}
+        self._arrived = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def owns(self, diff_id: int) -> bool:
         return diff_id in self._by_id
+
+    def expect(self, call_id: str, file_path: str, new_content: str) -> None:
+        """An edit now waits for the user: its IDE twin, if one comes, is claimed."""
+        self._proposals[call_id] = (file_path, new_content)
+        self._arrived.set()
+
+    async def claim(self, session_id: str, file_path: str, new_content: str) -> bool:
+        """True if this ``openDiff`` is the IDE twin of an edit under review (then no
+        view opens for it: the review's answer answers it); waits up to
+        :data:`CLAIM_WAIT` for the edit's permission request while the agent works."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CLAIM_WAIT
+        while True:
+            key = (file_path, new_content)
+            early = self._early.pop(key, None)
+            if early is not None:  # answered already: the twin gets the same answer
+                self._spawn(self._send(session_id, early[0], {"filePath": file_path, **early[1]}))
+                return True
+            call_id = next(
+                (
+                    c
+                    for c, proposal in self._proposals.items()
+                    if proposal == key and c not in self._twins
+                ),
+                None,
+            )
+            if call_id is not None:
+                self._twins[call_id] = _Twin(session_id, file_path)
+                log.info(
+                    "openDiff for %s is the IDE twin of the agent's edit %s", file_path, call_id
+                )
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0 or not self._expecting():
+                return False
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), remaining)
+            except asyncio.TimeoutError:
+                return False
+
+    def settle(self, call_id: str, accepted: bool, content: str | None) -> Awaitable[bool]:
+        """The user answered edit ``call_id`` (``content``: the full accepted text):
+        its IDE twin gets the same answer. Recorded at once; the awaitable sends it,
+        True if a twin took the accepted text (the agent then writes it itself, and
+        its tool result tells the model)."""
+        proposal = self._proposals.pop(call_id, None)
+        twin = self._twins.pop(call_id, None)
+        if accepted:
+            text = content if content is not None else (proposal[1] if proposal else "")
+            answer: tuple[str, Mapping[str, Any]] = ("ide/diffAccepted", {"content": text})
+        else:
+            answer = ("ide/diffRejected", {})
+        if twin is None:
+            if proposal is not None and self._expecting():
+                self._early[proposal] = answer  # its twin may still come
+            return _done(False)
+        return self._send(twin.session_id, answer[0], {"filePath": twin.file_path, **answer[1]})
+
+    async def _send(self, session_id: str, method: str, params: Mapping[str, Any]) -> bool:
+        if self._ide_notify is None:
+            return False
+        if "filePath" not in params:
+            return False
+        try:
+            sent = await self._ide_notify(session_id, method, params)
+        except Exception:
+            log.exception("answering the IDE twin failed")
+            return False
+        if not sent:
+            log.warning("the IDE twin's session %s is gone: %s not sent", session_id, method)
+        return sent and method == "ide/diffAccepted"
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def turn_ended(self) -> None:
+        """The agent's turn ended: no twin of its edits can come any more."""
+        self._early.clear()
 
     async def open(self, call_id: str, file_path: str, new_content: str) -> None:
         buffer = to_buffer(new_content)
@@ -80,6 +199,10 @@ class DiffReview:
         return diff_id
 
     def close(self, call_id: str) -> None:
+        """Close the view; an IDE twin not answered yet is rejected (the agent stopped
+        waiting: cancelled, or the agent went)."""
+        if call_id in self._twins or call_id in self._proposals:
+            self._spawn(self.settle(call_id, False, None))
         diff_id = self._forget(call_id)
         if diff_id is not None:
             closed = self._editor.close_diff(diff_id, "closed")
@@ -108,3 +231,26 @@ class DiffReview:
             return
         self._forget(call_id)
         await self._answered(call_id, False, None, option)
+
+
+async def _done(value: bool) -> bool:
+    return value
+
+
+def user_edit_note(path: str, proposal: str, accepted: str) -> str:
+    """What the agent is told when the user accepted its edit of ``path`` with
+    changes: a unified diff from its proposal to the text written."""
+    import difflib
+
+    diff = "".join(
+        difflib.unified_diff(
+            proposal.splitlines(keepends=True),
+            accepted.splitlines(keepends=True),
+            "your proposal",
+            "written",
+        )
+    )
+    return (
+        f"[The user changed your proposed edit of {path} before accepting it. The file"
+        f" now holds the user's version; the change from your proposal:\n{diff}]"
+    )

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..editor import Editor
     from ..paths import PathPolicy
     from .mcp_servers import McpServer
-    from .review import DiffReview
+    from .review import DiffReview, IdeNotify
     from .session import AgentSession
 
 log = logging.getLogger(__name__)
@@ -100,11 +100,14 @@ class AgentService:
         mcp_servers: Callable[[], list[McpServer]] | None = None,
         *,
         path_policy: Callable[[], PathPolicy] | None = None,
+        ide_notify: IdeNotify | None = None,
     ) -> None:
         """``path_policy``: where IDE mode's diffs may show files (the workspace
         folders and ``diff.allowed_dirs``); the agent's file access follows it, its
-        own workspace added. None: anywhere."""
+        own workspace added. None: anywhere. ``ide_notify``: sends an IDE-mode
+        notification to a CLI session (the answer to an edit's IDE twin, review.py)."""
         self._editor = editor
+        self._ide_notify = ide_notify
         self._path_policy = path_policy
         self._env = dict(env)
         self._terminal_env = terminal_env
@@ -159,7 +162,12 @@ class AgentService:
         ) -> None:
             await holder[0].edit_answered(call_id, accepted, content, option)
 
-        self._review = DiffReview(self._editor, answered, context.paths)
+        def expecting() -> bool:
+            return bool(holder) and holder[0].status in ("working", "waiting")
+
+        self._review = DiffReview(
+            self._editor, answered, context.paths, self._ide_notify, expecting
+        )
         session = AgentSession(transport, PanelView(self._editor), self._review)
         holder.append(session)
         self._session = session
@@ -194,6 +202,12 @@ class AgentService:
         """The diff view ``diff_id`` shows one of the agent's edits (the review's own
         registry, read on its loop)."""
         return self._review is not None and self._review.owns(diff_id)
+
+    async def claim_ide_diff(self, session_id: str, file_path: str, new_content: str) -> bool:
+        """True if this IDE ``openDiff`` is the twin of an edit the panel reviews
+        (the agent is also an IDE client: review.py); then no view opens for it."""
+        review = self._review
+        return review is not None and await review.claim(session_id, file_path, new_content)
 
     async def diff_accepted(
         self, diff_id: int, body: str, eol: bool, fileformat: str, option: str | None = None

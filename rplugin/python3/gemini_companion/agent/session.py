@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
 from . import render
 from .model import (
+    REJECT_KINDS,
     AgentEvent,
     AgentStatus,
     Block,
@@ -60,6 +61,16 @@ class EditReview(Protocol):
 
     def close(self, call_id: str) -> None:
         """Close the view without an answer (answered elsewhere, or obsolete)."""
+
+    def expect(self, call_id: str, file_path: str, new_content: str) -> None:
+        """The edit waits for the user (before :meth:`open`)."""
+
+    def settle(self, call_id: str, accepted: bool, content: str | None) -> Awaitable[bool]:
+        """The user answered the edit: recorded at once, sent by the awaitable (True:
+        the agent got the accepted text another way, and writes it itself)."""
+
+    def turn_ended(self) -> None:
+        """The agent's turn ended."""
 
 
 class BadRequestError(ValueError):
@@ -220,8 +231,11 @@ class AgentSession:
             self._publish()
         elif isinstance(event, Notice):
             self._notice(event.text, event.level)
-        elif isinstance(event, TurnEnd) and self.status in ("working", "starting"):
-            self._set_status("idle")
+        elif isinstance(event, TurnEnd):
+            if self.review is not None:
+                self.review.turn_ended()
+            if self.status in ("working", "starting"):
+                self._set_status("idle")
 
     def _text(self, kind: str, text: str) -> None:
         if not text:
@@ -294,6 +308,7 @@ class AgentSession:
             return
         review = self.review
         self._reviewing.add(call_id)
+        review.expect(call_id, path, content)
 
         async def show() -> None:
             try:
@@ -453,10 +468,19 @@ class AgentSession:
                 raise BadRequestError(
                     f"no option {wanted!r} for {conf.title}: choose one of {conf.option_ids()}"
                 )
+        # Every request that waits on an edit gets the one answer (review.py: the IDE
+        # twin of an ACP edit), recorded with it.
+        settled = None
+        if self.review is not None and conf.kind == "edit":
+            accepted = option is not None and option.kind not in REJECT_KINDS
+            text = new_content if new_content is not None else conf.new_content
+            settled = self.review.settle(call.id, accepted, text)
         # The answer is recorded before it is sent: a second :GeminiAccept must not
         # answer the same call twice.
         self._tool_call(call.but(confirmation=None))
         self._set_status("working")
+        if settled is not None:
+            await settled  # the IDE twin first: the agent then finds its answer there
         await self._run_answer(call.id, option.id if option else None, new_content)
 
     async def _run_answer(

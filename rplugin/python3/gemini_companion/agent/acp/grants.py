@@ -46,7 +46,7 @@ class WriteGrants:
 
     auto: bool = False
     """Every write goes through: edits are auto-approved by the user's choice."""
-    _grants: dict[str, list[str]] = field(default_factory=dict)
+    _grants: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
 
     def user_mode(self, mode: str | None) -> None:
         """The mode the user chose (``:GeminiAgentMode``) or started the session in."""
@@ -57,10 +57,15 @@ class WriteGrants:
         if mode not in AUTO_EDIT_MODES:
             self.auto = False
 
-    def allowed(self, path: str, proposal: str, *, always: bool) -> None:
+    def allowed(
+        self, path: str, proposal: str, *, always: bool, accepted: str | None = None
+    ) -> None:
         """The user allowed the edit of ``path`` to ``proposal`` ("always": every
-        later edit too, as the agent's ``autoEdit`` mode does)."""
-        self._grants.setdefault(_key(path), []).append(proposal)
+        later edit too, as the agent's ``autoEdit`` mode does); ``accepted``: the
+        user's version of it, which one write may carry instead (the agent writes
+        it itself when the user's answer reached it, IDE mode's twin: review.py)."""
+        texts = (proposal,) if accepted is None else (proposal, accepted)
+        self._grants.setdefault(_key(path), []).append(texts)
         if always:
             self.auto = True
 
@@ -72,8 +77,9 @@ class WriteGrants:
         raises :class:`PermissionError` with the reason when nothing covers it."""
         key = _key(path)
         proposals = self._grants.get(key) or []
-        if content in proposals:
-            proposals.remove(content)
+        grant = next((texts for texts in proposals if content in texts), None)
+        if grant is not None:
+            proposals.remove(grant)
             if not proposals:
                 self._grants.pop(key, None)
             return

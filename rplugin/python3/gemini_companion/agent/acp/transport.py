@@ -56,6 +56,7 @@ from ..model import (
     Prompt,
     SessionUpdate,
     StatusChange,
+    ToolCallUpdate,
     TurnEnd,
 )
 from ..transport import (
@@ -115,6 +116,11 @@ class AcpTransport(Transport):
         # The ids given to requests that came with the id of one still waiting
         # (21.8): alias -> the agent's id, whose updates the alias follows.
         self._aliases: dict[str, str] = {}
+        # Edits the user accepted with changes: what was written (call id -> path,
+        # old text, written text), shown in place of the agent's own diff; and what
+        # the agent is told with the next prompt (by file).
+        self._written: dict[str, tuple[str, str | None, str]] = {}
+        self._notes: dict[str, str] = {}
         self._turn: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._stopping = False
@@ -190,6 +196,9 @@ class AcpTransport(Transport):
                 (self._capabilities.get("promptCapabilities") or {}).get("embeddedContext")
             ),
         )
+        if self._notes:
+            blocks = [_text("\n".join(self._notes.values())), *blocks]
+            self._notes = {}
         assert self._store is not None
         await asyncio.to_thread(self._store.touch, session_id, self.context.workspace, prompt.text)
         await self._run_turn({"sessionId": session_id, "prompt": blocks})
@@ -221,8 +230,21 @@ class AcpTransport(Transport):
             and confirmation.new_content is not None
         ):
             # The agent writes its own proposal through fs/write_text_file; that
-            # write takes the user's version (files.py).
+            # write takes the user's version (files.py). ACP cannot tell the agent:
+            # the tool block shows what was written, and the model is told with the
+            # next prompt; unless the agent writes the user's version itself (IDE
+            # mode on: the review answered its IDE twin with it, review.py).
+            from ..review import user_edit_note
+
             self._files.expect_write(confirmation.file_path, confirmation.new_content, new_content)
+            self._written[self._aliases.get(call_id, call_id)] = (
+                confirmation.file_path,
+                confirmation.old_content,
+                new_content,
+            )
+            self._notes[confirmation.file_path] = user_edit_note(
+                confirmation.file_path, confirmation.new_content, new_content
+            )
         if (
             option is not None
             and not rejected
@@ -230,11 +252,13 @@ class AcpTransport(Transport):
             and confirmation.file_path
             and confirmation.new_content is not None
         ):
-            # The one write this answer lets through (grants.py).
+            # The one write this answer lets through (grants.py): of the proposal, or
+            # of the user's version when the agent writes that itself (IDE twin).
             self._grants.allowed(
                 confirmation.file_path,
                 confirmation.new_content,
                 always=option.kind == "allow_always",
+                accepted=new_content,
             )
         if rejected:
             call = pending.call.but(status="cancelled", confirmation=None, result="Rejected.")
@@ -690,11 +714,25 @@ class AcpTransport(Transport):
             log.info("ignoring a session update the plugin does not know: %s", kind)
             return
         assert self._updates is not None
-        events = self._updates.translate(notification.update)
+        events = [self._as_written(e) for e in self._updates.translate(notification.update)]
         for event in events:
             if isinstance(event, SessionUpdate) and "mode" in event.values:
                 self._grants.agent_mode(event.values["mode"])
         self._emit(*events)
+
+    def _as_written(self, event: Any) -> Any:
+        """A finished edit the user changed shows the text written, not the proposal."""
+        if not isinstance(event, ToolCallUpdate) or event.call.id not in self._written:
+            return event
+        if event.call.status not in FINISHED:
+            return event
+        from .events import unified_diff
+
+        path, old, written = self._written.pop(event.call.id)
+        call = event.call
+        if call.status != "succeeded" or self._updates is None:
+            return event
+        return self._updates.put(call.but(result=unified_diff(path, old, written)))
 
     async def _on_permission(self, params: Any) -> Any:
         from acp import schema
@@ -770,6 +808,10 @@ class AcpTransport(Transport):
 
         request = schema.WriteTextFileRequest.model_validate(params)
         assert self._files is not None
+        if any(p == request.path and w == request.content for p, _, w in self._written.values()):
+            # The agent writes the user's version itself (IDE twin): its tool result
+            # tells the model; no note needed.
+            self._notes.pop(request.path, None)
         try:
             self._grants.take(request.path, request.content)
         except PermissionError as exc:
