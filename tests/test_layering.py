@@ -38,8 +38,12 @@ def imports_of(path: Path, modules: set[str], root: Path = PACKAGE) -> set[str]:
                 target = f"{base}.{node.module}" if node.module else base
             else:
                 target = node.module or ""
-            candidates = (target, *(f"{target}.{a.name}" for a in node.names))
-            found.update(m for m in candidates if m in modules)
+            submodules = {f"{target}.{a.name}" for a in node.names} & modules
+            found.update(submodules)
+            # ``from . import sessions`` imports the submodule, not the package's own
+            # code: the package counts only for a name it defines itself.
+            if len(submodules) < len(node.names) and target in modules:
+                found.add(target)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name in modules)
     return found - {name}
@@ -72,7 +76,9 @@ def cycles_of(edges: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-def test_imports_under_type_checking_are_arrows_too(tmp_path: Path) -> None:
+def test_imports_under_type_checking_are_arrows_too_and_a_submodule_is_not_its_package(
+    tmp_path: Path,
+) -> None:
     source = tmp_path / "gemini_companion" / "low.py"
     source.parent.mkdir()
     source.write_text(
@@ -82,7 +88,12 @@ def test_imports_under_type_checking_are_arrows_too(tmp_path: Path) -> None:
         "def f() -> None:\n"
         "    from . import late\n"
     )
-    modules = {"gemini_companion.low", "gemini_companion.high", "gemini_companion.late"}
+    modules = {
+        "gemini_companion",
+        "gemini_companion.low",
+        "gemini_companion.high",
+        "gemini_companion.late",
+    }
     found = imports_of(source, modules, source.parent)
     assert found == {"gemini_companion.high", "gemini_companion.late"}
 
