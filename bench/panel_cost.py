@@ -27,6 +27,7 @@ The load average is printed with the figures: on a busy machine they grow.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -125,6 +126,8 @@ class Panel:
         self.work = root / "work"
         self.work.mkdir(parents=True, exist_ok=True)
         self.delay = delay
+        # open -> initialize sent, -> answered, -> session/new sent, -> answered (ms)
+        self.phases: list[list[float]] = []
         self.nvim = self.start()
         attach_ui(self.nvim)
 
@@ -153,6 +156,15 @@ class Panel:
         ready = wait_for(
             lambda: stamp_of(self.log, "answer", "session/new", opened), 60, "session/new"
         )
+        marks = [
+            stamp_of(self.log, "request", "initialize", opened),
+            stamp_of(self.log, "answer", "initialize", opened),
+            stamp_of(self.log, "request", "session/new", opened),
+            ready,
+        ]
+        if all(marks):
+            points = [opened, *marks]
+            self.phases.append([(b - a) / 1e6 for a, b in itertools.pairwise(points)])
         return (ready - opened) / 1e6
 
     def stream(self, size: int) -> tuple[float, float, float]:
@@ -222,9 +234,14 @@ class Ours(Panel):
         )
 
 
+# codecompanion.nvim alone (not this plugin), as its README installs it: its plugin/
+# file registers the markdown parser for its chat buffer (its highlighting).
 CC_INIT = """
+vim.o.shadafile = 'NONE'
+vim.o.swapfile = false
 vim.opt.rtp:prepend(os.getenv('CODECOMPANION_DIR'))
 vim.opt.rtp:prepend(os.getenv('PLENARY_DIR'))
+vim.cmd.source(os.getenv('CODECOMPANION_DIR') .. '/plugin/codecompanion.lua')
 local cmd = vim.json.decode(os.getenv('BENCH_AGENT_CMD'))
 require('codecompanion').setup({
   interactions = { chat = { adapter = 'gemini_cli' } },
@@ -238,22 +255,27 @@ require('codecompanion').setup({
 """
 
 
+class OtherSandbox(Sandbox):
+    """A sandbox whose init.lua is codecompanion.nvim's set-up alone."""
+
+    def init_lua(self, setup: Any = None, extra: str = "") -> Path:
+        path = self.root / "init.lua"
+        path.write_text(CC_INIT)
+        return path
+
+
 class CodeCompanion(Panel):
     name = "codecompanion.nvim"
 
     def start(self) -> Nvim:
-        sandbox = Sandbox.create(self.root / "nvim", empty_manifest(self.root / "rplugin.vim"))
-        init = self.root / "cc_init.lua"
-        init.write_text(CC_INIT)
+        sandbox = OtherSandbox.create(self.root / "nvim", empty_manifest(self.root / "rplugin.vim"))
         env = {
             **self.env,
             "CODECOMPANION_DIR": os.environ["CODECOMPANION_DIR"],
             "PLENARY_DIR": os.environ["PLENARY_DIR"],
             "BENCH_AGENT_CMD": json.dumps(self.cmd),
         }
-        nvim = Nvim(sandbox, cwd=self.work, env=env, args=["-c", f"luafile {init}"])
-        nvim.api.command("set shadafile=NONE noswapfile")
-        return nvim
+        return Nvim(sandbox, cwd=self.work, env=env)
 
     def open(self) -> None:
         self.nvim.lua("require('codecompanion').chat()")
@@ -303,6 +325,8 @@ def one(
         if isinstance(panel, Ours) and delay:
             results.setdefault("rest", []).append(rss_mib(panel.host_pid()))
         results.setdefault("ready" if delay else "ready_at_start", []).append(panel.ready_ms())
+        for phases in panel.phases:
+            results.setdefault("phases" if delay else "phases_at_start", []).append(phases)
         if not delay:
             return
         cpu, nvim_cpu, wall = panel.stream(size)
@@ -364,6 +388,16 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
             f" ({100 * cpu / wall:.0f} % of a core; Neovim alone"
             f" {median(r.get('nvim_cpu', [])):.2f} s)"
         )
+    for name, r in results.items():
+        for key, when in (("phases", "after start"), ("phases_at_start", "at start-up")):
+            rows = r.get(key, [])
+            if rows:
+                cols = [median([row[i] for row in rows]) for i in range(4)]
+                print(
+                    f"{name}, opened {when}: open -> initialize sent {cols[0]:.0f} ms,"
+                    f" answered +{cols[1]:.0f}, session/new sent +{cols[2]:.0f},"
+                    f" answered +{cols[3]:.0f}"
+                )
     print(
         f"this plugin's host: {median(ours['rest']):.1f} MiB at rest (target"
         f" {REST_TARGET_MIB}), {median(ours['open']):.1f} MiB with the ACP panel open"

@@ -1,12 +1,15 @@
-"""Importing only the parts of the mcp SDK the server uses.
+"""Importing only the parts of an SDK the plugin uses.
 
 ``import mcp.server.lowlevel`` first runs ``mcp/__init__.py`` and
 ``mcp/server/__init__.py``, which import the SDK's client (an HTTP client, a TLS
 and cryptography stack) and its high-level server framework: none of which this
 server runs, and 12 MiB of the host's resident memory for ever (issue 25 item 4).
-:func:`skip_package_inits` registers those packages as bare modules with their
+``acp/__init__.py`` imports the whole ACP schema (half a second of pydantic models)
+before ``acp.connection``, which needs none of it: the agent panel connects
+to its agent while the schema loads (issue 25 item 1).
+:func:`skip_package_inits` registers such packages as bare modules with their
 search path, so their submodules import as usual and their ``__init__`` never runs.
-Nothing in the plugin imports a name from those two ``__init__`` files.
+Nothing in the plugin imports a name from those ``__init__`` files.
 """
 
 from __future__ import annotations

@@ -74,16 +74,10 @@ async def spawn(
     handler: Handler,
     on_garbage: Callable[[AgentChild, bytes], None],
     on_refused: Callable[[AgentChild, str], None] = lambda child, why: None,
-    protocol_loaded: asyncio.Future[None] | None = None,
 ) -> AgentChild:
     """Start the agent in ``cwd`` and connect to it; ``handler`` answers what it
     asks, ``on_garbage`` hears of lines on its stdout that are not ACP,
-    ``on_refused`` of messages refused (wire.py's :func:`~.wire.parse_message`).
-    ``protocol_loaded``: the import of the ``acp`` package under way in a thread,
-    awaited once the process has started (a failed one stops the process)."""
-    if protocol_loaded is not None:
-        # Its failure is raised below, or was raised by the start: never unread.
-        protocol_loaded.add_done_callback(lambda f: f.cancelled() or f.exception())
+    ``on_refused`` of messages refused (wire.py's :func:`~.wire.parse_message`)."""
     try:
         process = await AgentProcess.start(cmd, cwd=cwd, env=env, log=log, stdin_pipe=True)
     except FileNotFoundError:
@@ -95,8 +89,7 @@ async def spawn(
         raise TransportError(f"cannot start the agent ({shlex.join(cmd)}): {exc}") from None
     log.info("started %s (pid %d) in %s", shlex.join(cmd), process.pid, cwd)
     try:
-        if protocol_loaded is not None:
-            await protocol_loaded
+        # Milliseconds without the package's __init__ (sdk.py): no schema.
         from acp.connection import Connection
     except BaseException:
         await process.stop()

@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...paths import shown
+from ...sdk import skip_package_inits
 from ..mcp_servers import acp_mcp_server
 from ..model import (
     FINISHED,
@@ -145,28 +146,25 @@ class AcpTransport(Transport):
 
     async def start(self, events: EventSink) -> None:
         self._events = events
-        # The protocol's packages load in a thread while the agent's process starts
-        # (issue 25 item 1): the CLI takes longer to start than they take to import.
+        # The agent starts and is sent ``initialize`` at once; the protocol's schema
+        # (about half a second of pydantic models, more than the CLI's start on a
+        # busy machine) loads in a thread meanwhile and is awaited once the answer
+        # is in (issue 25 item 1). Not the ``acp`` package's __init__, which would
+        # load the schema first (sdk.py).
+        skip_package_inits("acp")
         loading = asyncio.ensure_future(asyncio.to_thread(_import_protocol))
+        # Its failure is raised by _initialize, or the start failed before: never unread.
+        loading.add_done_callback(lambda f: f.cancelled() or f.exception())
         await self._shutdown_child()
         restarted = self._exit_message is not None
         previous = self._session_id
         self._stopping = False
         self._exit_message = None
         self._session_id = None
-        child = await self._spawn(loading)
-        from ..files import EditorFiles
-        from .events import UpdateTranslator
-        from .sessions import SessionStore, default_path
-
-        if self._updates is None:
-            self._updates = UpdateTranslator()
-            self._files = EditorFiles(self.context.editor, self.context.paths)
-            self._store = SessionStore(
-                self.options.sessions_file or default_path(dict(self.context.env))
-            )
+        child = await self._spawn()
         try:
-            await self._within_startup(self._initialize(child), "initialize")
+            await self._within_startup(self._initialize(child, loading), "initialize")
+            self._set_up()
             await self._within_startup(self._new_session(), "session/new")
         except BaseException:
             await self._shutdown_child()
@@ -182,6 +180,19 @@ class AcpTransport(Transport):
                     "The agent was restarted in a new session: it does not remember the"
                     f" conversation above{how}."
                 )
+            )
+
+    def _set_up(self) -> None:
+        """What handles the session's messages, made once (the schema is loaded)."""
+        from ..files import EditorFiles
+        from .events import UpdateTranslator
+        from .sessions import SessionStore, default_path
+
+        if self._updates is None:
+            self._updates = UpdateTranslator()
+            self._files = EditorFiles(self.context.editor, self.context.paths)
+            self._store = SessionStore(
+                self.options.sessions_file or default_path(dict(self.context.env))
             )
 
     async def prompt(self, prompt: Prompt) -> None:
@@ -372,7 +383,7 @@ class AcpTransport(Transport):
 
     # -- the child process ----------------------------------------------------------------
 
-    async def _spawn(self, loading: asyncio.Future[None]) -> AgentChild:
+    async def _spawn(self) -> AgentChild:
         child = await spawn(
             self.options.cmd,
             cwd=self.context.workspace,
@@ -380,7 +391,6 @@ class AcpTransport(Transport):
             handler=self._handle,
             on_garbage=self._garbage,
             on_refused=self._refused,
-            protocol_loaded=loading,
         )
         child.tasks.append(asyncio.get_running_loop().create_task(self._watch(child)))
         self._child = child
@@ -461,9 +471,9 @@ class AcpTransport(Transport):
                 self._emit(StatusChange("error", self._exit_message))
             raise TransportError(self._exit_message or child.exit_text()) from None
 
-    async def _initialize(self, child: AgentChild) -> None:
-        from acp import schema
-
+    async def _initialize(
+        self, child: AgentChild, loading: asyncio.Future[None] | None = None
+    ) -> None:
         raw = await self._request(
             "initialize",
             {
@@ -472,6 +482,10 @@ class AcpTransport(Transport):
                 "clientInfo": {**CLIENT_INFO, "version": plugin_version()},
             },
         )
+        if loading is not None:
+            await loading
+        from acp import schema
+
         response = schema.InitializeResponse.model_validate(raw)
         if response.protocol_version != PROTOCOL_VERSION:
             raise TransportError(
