@@ -92,8 +92,9 @@ class GeminiCompanionPlugin:
         missing = pythonpath.missing_packages()
         self._editor.host_info(0, self._info({}))  # query 0: the host's hello
         try:
+            from . import run  # noqa: F401 (the run's own imports: one missing is named)
             from .logfile import configure_logging
-            from .run import StartOptions
+            from .start_options import StartOptions
         except ImportError as exc:
             missing = [exc.name or str(exc), *missing]
         if missing:

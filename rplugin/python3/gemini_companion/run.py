@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .context import ContextTracker
@@ -33,9 +33,10 @@ from .early import take as take_early
 from .editor import ERROR, WARN, Editor
 from .paths import PathPolicy
 from .server import CompanionServer, ServerOptions
+from .start_options import StartOptions
 from .tools import IDE_PATH, TOOLS_PATH
 from .tools.ide import ide_tools
-from .tools.neovim import McpHttpServer, NeovimTools, ToolDescription, http_server
+from .tools.neovim import McpHttpServer, NeovimTools, http_server
 
 if TYPE_CHECKING:
     from .agent.mcp_servers import McpServer
@@ -43,46 +44,6 @@ if TYPE_CHECKING:
     from .sessions import SessionStream
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class StartOptions:
-    """What the Lua side passes to ``start`` (lua/gemini_companion/init.lua): the user's
-    options merged over the option schema's defaults (lua/gemini_companion/options.lua)
-    and validated by config.lua. No option has a default here: Lua sends every one,
-    so each default lives in the schema alone."""
-
-    nvim_pid: int
-    workspace_dirs: list[str]
-    keep_alive_seconds: float
-    max_body_bytes: int
-    context_debounce_ms: float
-    allowed_dirs: list[str]
-    tools_enabled: bool
-    context_trusted: bool | None = None  # unset in the schema: nothing is sent to the CLI
-    # Neovim's tools as lua/gemini_companion/tools/ describes them (served on /tools).
-    tools: list[ToolDescription] = field(default_factory=list)
-    quiet: bool = False  # a start by the plugin itself: no "already running" message
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_lua(cls, raw: Mapping[str, Any]) -> StartOptions:
-        context, tools = raw["context"], raw["tools"]
-        trusted = context.get("trusted")
-        return cls(
-            nvim_pid=int(raw["nvim_pid"]),
-            # An empty Lua table may arrive as a map: iterating it gives nothing either way.
-            workspace_dirs=[str(d) for d in raw["workspace_dirs"]],
-            keep_alive_seconds=float(raw["keep_alive_seconds"]),
-            max_body_bytes=int(raw["max_body_bytes"]),
-            context_debounce_ms=float(context["debounce_ms"]),
-            allowed_dirs=[str(d) for d in raw["allowed_dirs"]],
-            tools_enabled=bool(tools["enabled"]),
-            context_trusted=trusted if isinstance(trusted, bool) else None,
-            tools=[ToolDescription.from_lua(t) for t in tools.get("list") or []],
-            quiet=raw.get("quiet") is True,
-            extra=dict(raw),
-        )
 
 
 @dataclass
