@@ -20,5 +20,8 @@ Layout (one direction of imports, top to bottom):
   one description and each protocol's shape.
 - one package per protocol, holding everything only it uses: ``acp/`` (Gemini
   CLI as ``gemini --acp``) and ``a2a/`` (the A2A server with the
-  ``development-tool`` extension). The core imports neither.
+  ``development-tool`` extension). The core imports neither. Each package's
+  ``__init__.py`` lists its modules; each protocol's client is a short ladder of
+  classes, one module per job, with ``transport.py`` (the panel's interface) at
+  its top.
 """

@@ -4,7 +4,11 @@ extension, through the official ``a2a-sdk``.
 Everything only A2A uses lives here (the core, one level up, knows nothing of it):
 
 - ``transport.py``: :class:`~.transport.A2ATransport`, the panel's client of the
-  agent (start, prompt, answers, cancel, slash commands).
+  agent (start, prompt, answers, cancel), the top of a ladder of classes that
+  share one task's state: ``state.py`` (that state), ``events.py`` (the agent's
+  updates as the panel's events; the user's edited version written),
+  ``resume.py`` (a turn's stream, followed again when it breaks) and
+  ``commands.py`` (slash commands).
 - ``server.py``: the A2A server the plugin starts (command, environment,
   private home, process through ``agent/child.py``).
 - ``devtool.py``: the development-tool extension's two encodings (0.25.2's

@@ -1,0 +1,235 @@
+"""The A2A client's updates as the panel's events: messages, thoughts, tool
+calls, the task's state and turn ends (:meth:`A2AEvents._handle`).
+
+What the user was shown is what is answered: a confirmation whose tool call
+comes again, still waiting, with another path, command, kind or tool
+(:func:`_changes`) is refused: shown as cancelled, the user told, and the agent
+answered with a rejection once its stream ends (``A2ATransport._after_stream``).
+
+0.25.2 hangs when an answer carries modified content: the answer goes without it
+and, once the agent's write succeeded, the user's version is written over it
+(:meth:`A2AEvents._finish_modified_edit`), so the file ends with what the user
+accepted; the agent is told in the next prompt. That write goes to the path the
+user reviewed, through Neovim's buffer or off the loop on disk, by the agent's
+file rules (agent/files.py: the path policy, regular files only); if it cannot,
+the user's text is kept in a private file the message names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from typing import Any
+
+from ...paths import shown as shown_path
+from ..model import (
+    Confirmation,
+    MessageChunk,
+    Notice,
+    SessionUpdate,
+    StatusChange,
+    ThoughtChunk,
+    ToolCall,
+    ToolCallUpdate,
+    ToolOutput,
+    TurnEnd,
+)
+from . import devtool
+from .state import TERMINAL_STATES, TURN_END_STATES, A2AState
+
+log = logging.getLogger(__name__)
+
+
+def _changes(shown: Confirmation, now: Confirmation) -> list[str]:
+    """What differs between the question the user was shown and ``now``: what
+    would run or be written (the text proposed may change: the user's answer
+    carries the text they accepted)."""
+    out = []
+    for name in ("kind", "file_path", "command", "directory", "server", "tool"):
+        before, after = getattr(shown, name), getattr(now, name)
+        if before != after:
+            out.append(f"{name.replace('_', ' ')} {before!r} became {after!r}")
+    return out
+
+
+def _keep(path: str, text: str) -> str:
+    """Save ``text`` (the user's version of ``path``) in a private file; its path."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(path))[:60]
+    fd, kept = tempfile.mkstemp(prefix="gemini-companion-yours-", suffix=f"-{name}")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    return kept
+
+
+class A2AEvents(A2AState):
+    """The mapping of the agent's updates to the panel's events."""
+
+    def _handle(self, update: devtool.Update) -> None:
+        events = self.events
+        if update.task_id and update.task_id != self.task_id:
+            self.task_id = update.task_id
+            self._seen.clear()
+            events.emit(SessionUpdate({"task_id": update.task_id}))
+        for earlier in update.history:
+            self._handle(earlier)
+        if update.message_id:
+            if update.message_id in self._seen:  # shown already (a restored task)
+                update = dataclasses.replace(update, texts=[], data=[])
+            else:
+                self._seen.add(update.message_id)
+        if update.context_id and update.context_id != self.context_id:
+            self.context_id = update.context_id
+            events.emit(SessionUpdate({"context_id": update.context_id}))
+        if update.kind == "artifact":
+            match = re.match(r"tool-(.+)-output$", update.artifact_id)
+            if match:
+                events.emit(ToolOutput(match.group(1), "".join(update.texts), update.append))
+            return
+        dialect, kind = update.event_kind()
+        if dialect and dialect != self.dialect:
+            self.dialect = dialect
+            events.emit(SessionUpdate({"dialect": dialect}))
+        error = update.error()
+        if error:
+            events.emit(Notice(error, "error"))
+        if kind in ("tool-call-update", "tool-call-confirmation", "thought") or (
+            not kind and update.data
+        ):
+            self._handle_data(kind, update.data)
+            if kind:
+                return
+        if kind in ("text-content", "") or update.kind == "message":
+            for text in update.texts:
+                events.emit(MessageChunk(text))
+        elif kind == "citation":
+            for text in update.texts:
+                events.emit(Notice(text, "info"))
+        if update.state:
+            self.state = update.state
+            if update.state in TERMINAL_STATES and self._conversation is not None:
+                self._back_to_conversation()
+            if update.state == "failed" and update.texts and kind == "state-change":
+                events.emit(Notice(" ".join(update.texts), "error"))
+            if (
+                update.state in TURN_END_STATES
+                and kind in ("state-change", "")
+                and not any(
+                    c.confirmation is not None and c.status == "pending"
+                    for c in self._calls.values()
+                )
+            ):
+                events.emit(TurnEnd(update.state))
+            elif update.state == "working":
+                events.emit(StatusChange("working"))
+
+    def _handle_data(self, kind: str, parts: list[Any]) -> None:
+        """Tool calls and thoughts (DataParts); without a kind (a task's history)
+        each is read by its shape."""
+        events = self.events
+        for data in parts:
+            if not isinstance(data, Mapping):
+                continue
+            call = devtool.tool_call(self.dialect, data) if kind != "thought" else None
+            if call is not None:
+                call = self._as_shown(call)
+                self._calls[call.id] = call
+                events.emit(ToolCallUpdate(call))
+                if call.status == "succeeded" and call.id in self._modified:
+                    self._finish_modified_edit(call.id)
+            elif kind == "thought" or (
+                not kind and "subject" in data and set(data) <= {"subject", "description"}
+            ):
+                events.emit(
+                    ThoughtChunk(str(data.get("description") or ""), str(data.get("subject") or ""))
+                )
+
+    def _as_shown(self, call: ToolCall) -> ToolCall:
+        """``call`` as the panel may show it: a question the user is looking at never
+        changes under them. The first confirmation of a call is what the user sees
+        until they answer; the same call waiting again with another path, command,
+        kind or tool is refused (cancelled here, rejected to the agent after the
+        stream), and a refused call never asks again."""
+        conf = call.confirmation
+        if call.id in self._refused:
+            return call.but(confirmation=None, status="cancelled") if conf is not None else call
+        if conf is None or call.status != "pending":
+            self._shown.pop(call.id, None)  # answered or ended: a new question is new
+            return call
+        shown = self._shown.setdefault(call.id, conf)
+        changes = _changes(shown, conf)
+        if not changes:
+            return call
+        self._refused.add(call.id)
+        self._refusals.append((call.id, shown))
+        why = "; ".join(changes)
+        log.warning("tool call %s changed after it was shown: %s", call.id, why)
+        self.events.emit(
+            Notice(
+                f"The agent changed tool call {call.id} after it was shown to you ({why}):"
+                " refused. Nothing of it runs; the agent is told.",
+                "warning",
+            )
+        )
+        self._notes.append(
+            f"[Tool call {call.id} was refused: it changed after the user was shown it"
+            f" ({why}). Ask again as a new tool call if it is still needed.]"
+        )
+        before = self._calls.get(call.id, call)
+        return before.but(confirmation=None, status="cancelled", error=f"changed: {why}")
+
+    def _back_to_conversation(self) -> None:
+        """A slash command's task ended: follow-ups go to the conversation again."""
+        assert self._conversation is not None
+        self.task_id, self.context_id, self.state = self._conversation
+        self._conversation = None
+        self._seen.clear()
+        self.events.emit(
+            SessionUpdate({"task_id": self.task_id or None, "context_id": self.context_id or None})
+        )
+
+    def _finish_modified_edit(self, call_id: str) -> None:
+        """The agent wrote its proposal: write the user's version (off the stream:
+        :meth:`_after_stream` waits for it before the turn ends)."""
+        path, text = self._modified.pop(call_id)
+        task = asyncio.get_running_loop().create_task(self._write_users_version(path, text))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _write_users_version(self, path: str, text: str) -> None:
+        """Write ``text`` to ``path`` (the path the user reviewed) by the rules of the
+        agent's own writes: through Neovim's buffer when the file is loaded, else on
+        disk off the loop, regular files only, within the path policy."""
+        from ..files import EditorFiles, FileAccessError
+
+        try:
+            await EditorFiles(self.context.editor, self.context.paths).write(path, text)
+        except FileAccessError as exc:
+            try:
+                kept = await asyncio.to_thread(_keep, path, text)
+            except OSError as failed:
+                log.error("could not keep the user's version of %s: %s", path, failed)
+                kept = "nowhere: it could not be saved either"
+            self.events.emit(
+                Notice(
+                    f"Your edited version of {shown_path(path)} was not written: {exc}."
+                    f" Your text is kept in {kept} .",
+                    "error",
+                )
+            )
+            return
+        self.events.emit(
+            Notice(
+                f"Wrote your edited version of {shown_path(path)} (the A2A server 0.25.2 cannot"
+                " take modified content: it wrote its proposal, then the plugin wrote yours).",
+                "info",
+            )
+        )
+        self._notes.append(
+            f"[The user edited your proposed change to {path} before accepting it; the file"
+            " now holds the user's version. Read it again before changing it.]"
+        )
