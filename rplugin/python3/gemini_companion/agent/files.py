@@ -17,6 +17,19 @@ never ends), and a read stops at :data:`MAX_READ_BYTES`. The policy is checked o
 the open descriptor, the file used through that same descriptor (paths.py's
 ``open_within``/``create_within``): a link swapped after a look cannot lead out.
 
+A file that does not exist, where the policy allows it, reads as empty text.
+Gemini CLI 0.61.0's ``write_file`` reads the file through ``fs/read_text_file``
+before writing it, to tell a creation from an overwrite, and takes only an error
+whose *message* says "not found" as absence; its ACP SDK hands it the JSON-RPC
+error object, whose text is ``[object Object]``, so any error the client answers
+failed the creation ("Error checking existing file"). Empty text makes it an
+overwrite of an empty file, which works (the write then makes missing folders
+within the policy, :func:`~gemini_companion.paths.create_within`). The CLI's
+own ``read_file`` looks at the disk first and never asks for a missing file; its
+``replace`` with an empty ``old_string`` (its way to create) is then refused by
+the CLI as "a file that already exists", and the model falls back to
+``write_file``.
+
 What the agent read is kept only where a write needs it, as the base of a merge
 into a loaded buffer: by real path (one entry however the path is spelled), at
 most :data:`MAX_BASE_CHARS` in all, a bigger text by its changedtick alone.
@@ -226,7 +239,10 @@ class EditorFiles:
             try:
                 text = await asyncio.to_thread(_read_disk, path, self._policy())
             except FileNotFoundError:
-                raise FileAccessError(f"{shown(path)} does not exist") from None
+                # Absent (its folders too, maybe): empty, so the CLI's write_file
+                # proceeds as a creation; see the module's docstring.
+                log.info("the agent read %s, which does not exist: answered empty", path)
+                text = ""
             except IsADirectoryError:
                 raise FileAccessError(f"{shown(path)} is a directory") from None
             except OutsidePolicyError:
