@@ -26,6 +26,7 @@ from fake_model import gemini_home, text, write_responses
 from harness import INTEROP, ROOT, Nvim, Sandbox, wait_for
 from panel import (
     agent_state,
+    attach_ui,
     measure_stream,
     seen,
     seen_count,
@@ -73,6 +74,7 @@ def start_nvim(root: Path, manifest: Path, cmd: list[str], env: dict[str, str]) 
         env=env,
     )
     nvim.wait_running()
+    attach_ui(nvim)  # a user's Neovim redraws, and the markdown highlighter parses
     return nvim
 
 
@@ -139,6 +141,7 @@ def report(root: Path, manifest: Path, runs: int, chunks: int) -> None:
         stalls.append(bench_stall(root / f"acp-stall{run}", manifest))
         starts.append(bench_first_prompt(root / f"acp-start{run}", manifest))
     p99 = percentile(latencies, 0.99)
+    print("(a UI attached; the transcript highlighted as markdown by tree-sitter)")
     print(
         f"ACP event -> transcript ({len(latencies)} chunks, SDK fake agent):"
         f" p50 {statistics.median(latencies):.1f} ms, p99 {p99:.1f} ms,"

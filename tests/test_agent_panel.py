@@ -13,8 +13,10 @@ from typing import Any
 
 import pynvim
 import pytest
-from harness import ROOT, Nvim, answers_within, wait_for
+from fake_model import call, gemini_home, text, write_responses
+from harness import INTEROP, ROOT, Nvim, answers_within, wait_for
 
+GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
 RECORD = """
@@ -601,3 +603,37 @@ def test_the_transcript_is_markdown_with_code_fences_in_their_language(
     # The panel's role line is not a markdown heading: never taken for the model's.
     assert not any("heading" in c for c in found["role"]), found
     assert any(c.startswith("lua:") for c in found["code"]), found
+
+
+def test_the_real_agents_multi_line_shell_command_is_shown_in_full_before_it_runs(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    marker = work / "ran.txt"
+    command = f"cat <<EOF > {marker}\nsecond line\nEOF"
+    fake = write_responses(
+        tmp_path / "fake.jsonl",
+        [
+            [[call("run_shell_command", command=command, description="write a file")]],
+            [[text("Ran.")]],
+        ],
+    )
+    cmd = ["node", str(GEMINI_JS), "--acp", "--fake-responses-non-strict", str(fake)]
+    nvim = nvim_factory(
+        cwd=work,
+        setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
+        env={"HOME": str(gemini_home(tmp_path)), "GEMINI_API_KEY": "offline-test-key"},
+        extra_init=RECORD,
+    )
+    nvim.wait_running()
+    nvim.api.command("GeminiAgent write it")
+    wait_for(lambda: agent_state(nvim)["pending"], 60, "the agent to ask")
+    # Every line of the command is in the transcript before anything answers it.
+    text_now = wait_transcript(nvim, "      second line\n      EOF", timeout=30)
+    assert f"    $ cat <<EOF > {marker}" in text_now
+    assert not marker.exists()
+    nvim.api.command("GeminiAccept")
+    wait_transcript(nvim, "Ran.", timeout=60)
+    assert messages_with(nvim, 'accepting "')
+    assert marker.read_text() == "second line\n"

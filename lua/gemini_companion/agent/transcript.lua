@@ -6,8 +6,8 @@
 ---
 --- Markdown: Neovim's tree-sitter highlighter with the markdown parser (code
 --- fences in their language where a parser is installed), which parses what
---- changed once per redraw, so once per batch; without the parser, the regex
---- syntax (syntax/gemini_agent.vim). The panel's own lines (role lines, tool
+--- changed once per redraw, so once per batch; without the parser, plain text
+--- (syntax/gemini_agent.vim). The panel's own lines (role lines, tool
 --- blocks, notices, thoughts) are highlighted by block, not by pattern, through a
 --- decoration provider that looks only at the lines on screen.
 local M = {}
@@ -150,7 +150,7 @@ end
 
 --- Markdown highlighting for the transcript: tree-sitter when the markdown parser
 --- is there (markdown renderers such as render-markdown.nvim and markview.nvim
---- draw over it when `gemini_agent` is in their file types), else the syntax file.
+--- draw over it when `gemini_agent` is in their file types), else plain text.
 ---@param b integer
 function M.highlight(b)
   pcall(vim.treesitter.language.register, "markdown", "gemini_agent")
