@@ -408,10 +408,14 @@ end
 ---@field created_at number
 ---@field updated_at number
 
---- Past ACP sessions of the current directory, most recent first (read from the
---- plugin's own record: no round trip to the agent).
+--- Past ACP sessions of the current directory, most recent first, but the one
+--- open in the panel (read from the plugin's own record: no round trip to the
+--- agent). None over A2A: the A2A server cannot load a conversation.
 ---@return gemini_companion.AgentSession[]
 function M.sessions()
+  if M.state().protocol ~= "acp" then
+    return {}
+  end
   local file = io.open(M.sessions_file(), "r")
   if not file then
     return {}
@@ -423,8 +427,10 @@ function M.sessions()
     return {}
   end
   local cwd = vim.fn.getcwd()
+  local open = require("gemini_companion.agent.state").current.session_id
   local found = vim.tbl_filter(function(r)
-    return type(r) == "table" and r.cwd == cwd and type(r.id) == "string"
+    -- The conversation open in the panel is not offered: loading it changes nothing.
+    return type(r) == "table" and r.cwd == cwd and type(r.id) == "string" and r.id ~= open
   end, records)
   table.sort(found, function(a, b)
     return (a.updated_at or 0) > (b.updated_at or 0)
@@ -437,6 +443,10 @@ end
 --- choose one with `vim.ui.select`.
 ---@param session_id? string
 function M.resume(session_id)
+  if M.state().protocol ~= "acp" then
+    notify('resuming a conversation needs agent.protocol = "acp": the A2A server cannot load one', vim.log.levels.WARN)
+    return
+  end
   if session_id and session_id ~= "" then
     local panel = require("gemini_companion.agent.panel")
     if not panel.visible() then

@@ -333,6 +333,11 @@ function M._apply(ops)
       pcall(messages.post, op.text, levels[op.level] or vim.log.levels.INFO)
     elseif op.op == "checktime" then
       pcall(vim.cmd.checktime)
+    elseif op.op == "bottom" then
+      local count = api.nvim_buf_line_count(b)
+      for _, win in ipairs(vim.fn.win_findbuf(b)) do
+        pcall(api.nvim_win_set_cursor, win, { count, 0 })
+      end
     end
   end
 end

@@ -229,6 +229,14 @@ class CommandsUpdate:
 
 
 @dataclass(frozen=True)
+class UserMessage:
+    """The user's own words as the agent replays them (a resumed conversation):
+    drawn as a prompt of the live panel; successive chunks join one prompt."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Notice:
     """A line for the transcript from the agent or the transport (an error, a
     reconnect); errors also reach ``vim.notify``."""
@@ -253,6 +261,7 @@ AgentEvent: TypeAlias = (
     | SessionUpdate
     | CommandsUpdate
     | Notice
+    | UserMessage
     | TurnEnd
 )
 

@@ -45,6 +45,7 @@ from .model import (
     ToolOutput,
     Transcript,
     TurnEnd,
+    UserMessage,
 )
 from .transport import Transport, TransportError
 from .view import PanelView
@@ -143,6 +144,10 @@ class AgentSession:
         self._start_failure: TransportError | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reviewing: set[str] = set()
+        # Prompt blocks of a resumed conversation (drawn again as their chunks come),
+        # and whether each was the transcript's first.
+        self._replayed: set[int] = set()
+        self._replayed_first: dict[int, bool] = {}
         self._stopped = False
 
     # -- state ---------------------------------------------------------------------------
@@ -231,6 +236,8 @@ class AgentSession:
             self._publish()
         elif isinstance(event, Notice):
             self._notice(event.text, event.level)
+        elif isinstance(event, UserMessage):
+            self._replayed_prompt(event.text)
         elif isinstance(event, TurnEnd):
             if self.review is not None:
                 self.review.turn_ended()
@@ -246,6 +253,20 @@ class AgentSession:
             self.view.block(last.id, render.message_start(), kind)
         last.append(text)
         self.view.append(last.id, text)
+
+    def _replayed_prompt(self, text: str) -> None:
+        """A prompt of a resumed conversation, drawn as a live one; the chunks of one
+        message join its block."""
+        last = self.transcript.last
+        if last is not None and last.kind == "prompt" and last.id in self._replayed:
+            last.append(text)
+        else:
+            first = not self.transcript.blocks
+            last = self.transcript.new_block("prompt", text=text)
+            self._replayed.add(last.id)
+            self._replayed_first[last.id] = first
+        lines = render.prompt_lines(last.text, [], self._replayed_first[last.id])
+        self.view.block(last.id, lines, "prompt")
 
     def _thought(self, event: ThoughtChunk) -> None:
         last = self.transcript.last
@@ -563,8 +584,11 @@ class AgentSession:
     async def _resume_request(self, args: Mapping[str, Any]) -> None:
         session_id = _str(args, "session_id")
         assert session_id is not None
+        if self.transport.connected and session_id == self.info.get("session_id"):
+            raise BadRequestError("that conversation is open already")
         await self.ensure_started()
         await self.transport.resume(session_id)
+        self.view.bottom()
 
     async def stop(self) -> None:
         """Stop the transport (and the agent it started); the transcript stays."""

@@ -21,7 +21,9 @@ Operations (drawn by lua/gemini_companion/agent/transcript.lua ``_apply``):
     a message to the user (coalesced by the panel: never a wait on the message
     area);
 ``{"op": "checktime"}``
-    ``:checktime``: a file the agent wrote may be loaded.
+    ``:checktime``: a file the agent wrote may be loaded;
+``{"op": "bottom"}``
+    the transcript's windows show its last line.
 
 Everything sent is valid UTF-8 (lone surrogates an agent sent in JSON become
 U+FFFD, and the user is told once), and no transcript line is longer than
@@ -187,6 +189,10 @@ class PanelView:
 
     def checktime(self) -> None:
         self.push({"op": "checktime"})
+
+    def bottom(self) -> None:
+        """The transcript's windows show its end (a resumed conversation)."""
+        self.push({"op": "bottom"})
 
     def _valid_state(self) -> Any:
         state = self._state()

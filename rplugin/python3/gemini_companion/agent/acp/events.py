@@ -25,7 +25,6 @@ from ..model import (
     Confirmation,
     ConfirmationKind,
     MessageChunk,
-    Notice,
     Option,
     OptionKind,
     Prompt,
@@ -35,6 +34,7 @@ from ..model import (
     ToolCall,
     ToolCallUpdate,
     ToolStatus,
+    UserMessage,
 )
 
 if TYPE_CHECKING:
@@ -259,7 +259,7 @@ class UpdateTranslator:
             text = content_text(update.content)
             if not text.strip() or text.lstrip().startswith("<session_context>"):
                 return []
-            return [Notice(f"You: {text}")]
+            return [UserMessage(text)]
         if isinstance(update, schema.ToolCallStart):
             return [self._start(update)]
         if isinstance(update, schema.ToolCallProgress):

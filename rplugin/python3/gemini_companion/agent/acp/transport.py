@@ -122,6 +122,8 @@ class AcpTransport(Transport):
         # the agent is told with the next prompt (by file).
         self._written: dict[str, tuple[str, str | None, str]] = {}
         self._notes: dict[str, str] = {}
+        self._chosen_model: str | None = None  # the user's (:GeminiAgentModel)
+        self._current_model: Any = None
         self._turn: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._stopping = False
@@ -330,6 +332,7 @@ class AcpTransport(Transport):
             )
         # Gemini CLI 0.61.0 implements the draft ``session/set_model``.
         await self._request("session/set_model", {"sessionId": session_id, "modelId": model_id})
+        self._chosen_model = model_id
         self._emit(SessionUpdate({"model": model_id}))
 
     async def sessions(self) -> list[Mapping[str, Any]]:
@@ -350,6 +353,11 @@ class AcpTransport(Transport):
             await self._load(session_id)
         except AgentError as exc:
             raise TransportError(f"the agent could not load {session_id}: {exc}") from None
+        # Gemini CLI 0.61.0 loads a conversation with its default model: the one the
+        # user chose stays.
+        chosen = self._chosen_model
+        if chosen is not None and chosen in self._models and chosen != self._current_model:
+            await self.set_model(chosen)
 
     async def _wait_for_a_new_minute(self, session_id: str) -> None:
         """Gemini CLI 0.61.0 names a session's record by the minute it started and
@@ -570,6 +578,7 @@ class AcpTransport(Transport):
         self._grants = WriteGrants()
         self._grants.user_mode(modes.get("currentModeId"))
         models = raw.get("models") or {}
+        self._current_model = models.get("currentModelId")
         self._modes = [str(m["id"]) for m in modes.get("availableModes") or [] if "id" in m]
         self._models = [
             str(m["modelId"]) for m in models.get("availableModels") or [] if "modelId" in m
