@@ -143,6 +143,10 @@ class Panel:
     def drawn(self, size: int) -> bool:
         raise NotImplementedError
 
+    def idle(self) -> bool:
+        """The panel takes a prompt (its agent's session known in Neovim)."""
+        raise NotImplementedError
+
     def pids(self) -> list[int]:
         return [self.nvim.pid]
 
@@ -171,6 +175,7 @@ class Panel:
         """Prompt for the answer; CPU seconds of :meth:`pids` (and of Neovim alone)
         and wall seconds until the agent's answer to the prompt is on the pipe and
         its last line drawn."""
+        wait_for(self.idle, 30, f"{self.name}: ready for a prompt")
         pids = self.pids()
         before, started = cpu_seconds(pids), time.perf_counter()
         nvim_before = cpu_seconds(pids[:1])
@@ -218,6 +223,11 @@ class Ours(Panel):
 
     def open(self) -> None:
         self.nvim.api.command("GeminiAgent")
+
+    def idle(self) -> bool:
+        return bool(
+            self.nvim.lua("return require('gemini_companion.agent').state().state == 'idle'")
+        )
 
     def prompt(self, words: str) -> None:
         self.nvim.api.command(f"GeminiAgent {words}")
@@ -279,6 +289,15 @@ class CodeCompanion(Panel):
 
     def open(self) -> None:
         self.nvim.lua("require('codecompanion').chat()")
+
+    def idle(self) -> bool:
+        return bool(
+            self.nvim.lua(
+                "local chat = require('codecompanion').last_chat()"
+                " return chat ~= nil and chat.acp_connection ~= nil"
+                " and chat.acp_connection.session_id ~= nil"
+            )
+        )
 
     def prompt(self, words: str) -> None:
         self.nvim.lua(
