@@ -225,3 +225,21 @@ def test_a_rejected_edit_answers_every_request_and_the_turn_goes_on(
     assert target.read_text() == "keep me\n"
     assert agent.views() == []
     assert agent.tabs() == 1
+
+
+def test_a_shell_commands_output_is_shown_or_said_to_have_gone_to_the_model_only(
+    start_agent: Callable[..., Agent],
+) -> None:
+    """Gemini CLI 0.61.0 sends a command's output in the tool's result to the model,
+    not in ``tool_call_update`` content (its returnDisplay is terminal cells, or
+    empty): the block says so rather than a bare "(done)"."""
+    agent = start_agent()
+    agent.fake.add(
+        call_turn("run_shell_command", {"command": "echo shell-output-42", "description": "echo"}),
+        text_turn("Ran it."),
+    )
+    agent.nvim.api.command("GeminiAgent run echo")
+    agent.wait_transcript("Ran it.")
+    shown = agent.transcript()
+    assert agent.model_saw("shell-output-42")
+    assert "shell-output-42" in shown or "went to the model only" in shown, shown

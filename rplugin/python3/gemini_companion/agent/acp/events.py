@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 # ACP ToolCallStatus -> the model's
+NO_OUTPUT = "(the agent sent no output to show: it went to the model only)"
+"""A command's block when the agent sends its output to the model only."""
+
 _STATUS: dict[str, ToolStatus] = {
     "pending": "pending",
     "in_progress": "executing",
@@ -302,6 +305,15 @@ class UpdateTranslator:
         call = call.but(**changes)
         if update.content is not None:
             call = _with_content(call, update.content)
+        if (
+            call.status == "succeeded"
+            and call.name == "execute"
+            and not call.result
+            and not call.live_output
+        ):
+            # Gemini CLI 0.61.0 sends a command's output to the model only (its
+            # terminal rendering is not text it can send): say where it went.
+            call = call.but(result=NO_OUTPUT)
         return self.put(call)
 
     def _plan(self, entries: Sequence[schema.PlanEntry]) -> ToolCallUpdate:
