@@ -4,6 +4,15 @@ local M = {}
 
 local api = vim.api
 
+--- What the left side says of a buffer with unsaved changes, longest first: the
+--- first that fits the window is shown whole.
+local UNSAVED = {
+  "your buffer, unsaved changes: accepting writes the proposal to disk and keeps them here",
+  "unsaved changes: kept here on accept",
+  "unsaved changes kept",
+  "unsaved",
+}
+
 ---@param s string
 ---@return string
 local function statusline_escape(s)
@@ -57,11 +66,26 @@ function M.set(view)
     vim.wo[view.proposal_win].winbar = bar
   end
   if api.nvim_win_is_valid(view.original_win) then
-    local what = view.new_file and "new file"
-      or view.original_owned and "on disk"
-      or view.unsaved and "%#GeminiDiffWarning#your buffer, unsaved changes: accepting writes the proposal to disk and keeps them here"
-      or "your buffer"
-    vim.wo[view.original_win].winbar = "%#GeminiDiffTitle# Current: " .. name .. " %#GeminiDiffHint#%<(" .. what .. ")"
+    local win = view.original_win
+    local what, hl = "your buffer", "%#GeminiDiffHint#"
+    if view.new_file then
+      what = "new file"
+    elseif view.original_owned then
+      what = "on disk"
+    elseif view.unsaved then
+      hl = "%#GeminiDiffWarning#"
+      -- The longest that fits whole: a cut mid-word ("<fer, unsaved ...") says nothing.
+      local room = api.nvim_win_get_width(win)
+        - vim.fn.strdisplaywidth(" Current:  ()" .. M.display_path(view.file_path))
+      for _, candidate in ipairs(UNSAVED) do
+        what = candidate
+        if vim.fn.strdisplaywidth(candidate) <= room then
+          break
+        end
+      end
+    end
+    -- %< cuts the name (from its start), never the words after it.
+    vim.wo[win].winbar = "%#GeminiDiffTitle# Current: %<" .. name .. " " .. hl .. "(" .. what .. ")"
   end
 end
 
