@@ -5,12 +5,11 @@ local M = {}
 local api = vim.api
 
 --- What the left side says of a buffer with unsaved changes, longest first: the
---- first that fits the window is shown whole.
+--- first that fits the window is shown whole (the last always: the name gives way).
 local UNSAVED = {
   "your buffer, unsaved changes: accepting writes the proposal to disk and keeps them here",
   "unsaved changes: kept here on accept",
   "unsaved changes kept",
-  "unsaved",
 }
 
 ---@param s string
