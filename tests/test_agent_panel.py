@@ -438,6 +438,9 @@ def test_a_multi_line_command_is_shown_in_full_and_accept_answers_what_is_shown_
     nvim.api.command("GeminiAccept")
     wait_for(lambda: answers(log_file) == [("call-1", "proceed_once")], 15, "the first answer")
     assert messages_with(nvim, 'accepting "Run cat README.md"')
+    wait_agent(
+        nvim, "the answer published", lambda s: [p["id"] for p in s["pending"]] == ["call-2"]
+    )
     nvim.api.command("GeminiAccept")
     wait_for(lambda: len(answers(log_file)) == 2, 15, "the second answer")
     assert answers(log_file)[1] == ("call-2", "proceed_once")
