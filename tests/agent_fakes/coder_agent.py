@@ -9,8 +9,10 @@ Prompts: ``edit <path>`` asks to write ``<path>`` (an ``edit`` confirmation);
 sends the same tool call again naming ``<other>``; ``fifo <path>`` asks to write
 ``<path>`` and, once allowed, puts a FIFO there before it reports success. An
 allowed edit is written (the proposal, at the call's latest path) and reported
-``success``; a cancelled one is reported ``cancelled``. Each turn ends
-``input-required``.
+``success``; a cancelled one is reported ``cancelled``. ``garble`` answers text
+holding a lone surrogate escape (``"\ud800"``, which a2a-sdk's own server cannot
+send: :func:`_garble` puts it in the bytes) and bytes that are not UTF-8. Each
+turn ends ``input-required``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,25 @@ from google.protobuf import json_format
 from .rfc_agent import card
 
 PROPOSAL = "the agent's proposal\n"
+# Markers of the garbled answer, replaced in the response's bytes by as many bytes.
+GARBLE_SURROGATE, GARBLE_BYTES = b"@SURR@", b"#!"
+
+
+def _garble(app: Any) -> Any:
+    """ASGI middleware: the markers in response bodies become a lone surrogate
+    escape and invalid UTF-8 (same lengths: a Content-Length stays true)."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        async def sending(message: Any) -> None:
+            if message.get("type") == "http.response.body":
+                body = message.get("body", b"")
+                body = body.replace(GARBLE_SURROGATE, b"\\ud800").replace(GARBLE_BYTES, b"\xff\xfe")
+                message = {**message, "body": body}
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return wrapped
 
 
 def edit_call(call_id: str, path: str, status: str = "awaiting_approval") -> dict[str, Any]:
@@ -118,6 +139,11 @@ class CoderAgent(AgentExecutor):
                 return
         words = " ".join(p.text for p in message.parts if p.text).split()
         verb = next((w for w in words if w in ("edit", "swap", "fifo")), "")
+        if "garble" in words:
+            text = f"before {GARBLE_SURROGATE.decode()} middle {GARBLE_BYTES.decode()} after"
+            await self._status(event_queue, context, "text-content", text=text)
+            await self._turn_end(event_queue, context)
+            return
         if not verb:
             await self._status(event_queue, context, "text-content", text="Hello.")
             await self._turn_end(event_queue, context)
@@ -190,7 +216,7 @@ def coder_agent() -> Iterator[tuple[str, CoderAgent]]:
     app = Starlette(
         routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/")]
     )
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(_garble(app), log_level="critical", lifespan="off"))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
     try:

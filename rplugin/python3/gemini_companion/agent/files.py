@@ -49,6 +49,8 @@ import asyncio
 import collections
 import logging
 import os
+import re
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -378,3 +380,13 @@ def _write_disk(path: str, content: str, policy: PathPolicy | None) -> None:
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
         f.truncate(0)
         f.write(content)
+
+
+def keep_users_text(path: str, text: str) -> str:
+    """Save ``text`` (the user's version of ``path``, which could not be written or
+    whose review ended without an answer) in a private (0600) file; its path."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(path))[:60]
+    fd, kept = tempfile.mkstemp(prefix="gemini-companion-yours-", suffix=f"-{name}")
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+    return kept

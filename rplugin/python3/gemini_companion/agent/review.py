@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..diff import next_diff_id
-from ..text import discard_handed_over, from_body, to_buffer
+from ..editor import WARN
+from ..paths import shown
+from ..text import discard_handed_over, from_body, received_body, to_buffer
 
 if TYPE_CHECKING:
     from ..editor import Editor
@@ -200,18 +202,55 @@ class DiffReview:
 
     def close(self, call_id: str) -> None:
         """Close the view; an IDE twin not answered yet is rejected (the agent stopped
-        waiting: cancelled, or the agent went)."""
+        waiting: cancelled, refused, or the agent went). Text the user changed in the
+        view is kept (:meth:`_close_keeping`)."""
+        proposal = self._proposals.get(call_id)
         if call_id in self._twins or call_id in self._proposals:
             self._spawn(self.settle(call_id, False, None))
         diff_id = self._forget(call_id)
         if diff_id is not None:
-            closed = self._editor.close_diff(diff_id, "closed")
-            # Its text is not needed: a big one was handed over in a file, removed here.
-            closed.add_done_callback(
-                lambda f: (
-                    None if f.cancelled() or f.exception() else discard_handed_over(f.result())
-                )
+            self._spawn(self._close_keeping(diff_id, proposal))
+
+    async def _close_keeping(self, diff_id: int, proposal: tuple[str, str] | None) -> None:
+        """Close view ``diff_id`` with no answer; if the user changed the proposal
+        there, their text is saved in a private (0600) file the message names: the
+        user's text is never lost, whoever ends the review."""
+        from .files import keep_users_text
+
+        try:
+            view = await asyncio.wrap_future(self._editor.close_diff(diff_id, "closed"))
+        except Exception:
+            log.exception("closing the diff view %d failed", diff_id)
+            return
+        if not isinstance(view, Mapping):
+            return  # gone already
+        if proposal is None:
+            discard_handed_over(view)  # a big text handed over in a file: removed
+            return
+        path, proposed = proposal
+        try:
+            name = view.get("text_file")
+            body = (
+                await asyncio.to_thread(received_body, {"file": name})
+                if isinstance(name, str) and name
+                else str(view.get("text", ""))
             )
+        except OSError as exc:
+            log.error("reading the closed view %d failed: %s", diff_id, exc)
+            return
+        text = from_body(body, bool(view.get("eol")), str(view.get("fileformat") or "unix"))
+        if text == proposed:
+            return
+        try:
+            kept = await asyncio.to_thread(keep_users_text, path, text)
+        except OSError as exc:
+            log.error("could not keep the user's text of %s: %s", path, exc)
+            kept = f"nowhere: it could not be saved ({exc.strerror or exc})"
+        self._editor.notify(
+            f"The agent's edit of {shown(path)} ended before your answer; your edited"
+            f" text from its diff tab is kept in {kept} .",
+            WARN,
+        )
 
     async def accepted(
         self, diff_id: int, body: str, eol: bool, fileformat: str, option: str | None = None

@@ -84,7 +84,9 @@ class A2ACommands(A2AStream):
                         payload = json.loads(line[5:].strip())
                         result = payload.get("result")
                         if isinstance(result, Mapping):
-                            self._handle(devtool.from_v03(result))
+                            update = devtool.from_v03(result)
+                            await self._check_paths(update)
+                            self._handle(update)
                 self.events.emit(TurnEnd())
                 return
             raw = await r.aread()

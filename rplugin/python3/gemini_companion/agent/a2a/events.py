@@ -1,6 +1,12 @@
 """The A2A client's updates as the panel's events: messages, thoughts, tool
 calls, the task's state and turn ends (:meth:`A2AEvents._handle`).
 
+Every file an edit confirmation names is checked before anything of it is shown
+(:meth:`A2AEvents._check_paths`, awaited before each update is handled), by
+``openDiff``'s rules (``EditorFiles.check_edit``: no control character, a
+regular file or none yet, the workspace policy unless loaded in Neovim): a
+failing one is refused as below, never shown nor opened in a diff tab.
+
 What the user was shown is what is answered: a confirmation whose tool call
 comes again, still waiting, with another path, command, kind or tool
 (:func:`_changes`) is refused: shown as cancelled, the user told, and the agent
@@ -20,9 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,15 +59,6 @@ def _changes(shown: Confirmation, now: Confirmation) -> list[str]:
         if before != after:
             out.append(f"{name.replace('_', ' ')} {before!r} became {after!r}")
     return out
-
-
-def _keep(path: str, text: str) -> str:
-    """Save ``text`` (the user's version of ``path``) in a private file; its path."""
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(path))[:60]
-    fd, kept = tempfile.mkstemp(prefix="gemini-companion-yours-", suffix=f"-{name}")
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    return kept
 
 
 class A2AEvents(A2AState):
@@ -156,7 +151,14 @@ class A2AEvents(A2AState):
         stream), and a refused call never asks again."""
         conf = call.confirmation
         if call.id in self._refused:
-            return call.but(confirmation=None, status="cancelled") if conf is not None else call
+            before = self._calls.get(call.id, call)  # what was shown, paths escaped
+            return call.but(
+                confirmation=None,
+                status="cancelled" if conf is not None else call.status,
+                title=before.title,
+                input=before.input,
+                locations=before.locations,
+            )
         if conf is None or call.status != "pending":
             self._shown.pop(call.id, None)  # answered or ended: a new question is new
             return call
@@ -200,17 +202,68 @@ class A2AEvents(A2AState):
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
+    async def _check_paths(self, update: devtool.Update) -> None:
+        """Refuse each edit confirmation of ``update`` whose file fails ``openDiff``'s
+        path policy, before :meth:`_handle` can show it (issue 21 items 1 and 9)."""
+        from ..files import EditorFiles, FileAccessError
+
+        for earlier in update.history:
+            await self._check_paths(earlier)
+        dialect, kind = update.event_kind()
+        if kind not in ("tool-call-update", "tool-call-confirmation") and (kind or not update.data):
+            return
+        for data in update.data:
+            if not isinstance(data, Mapping):
+                continue
+            call = devtool.tool_call(dialect or self.dialect, data)
+            if call is None or call.id in self._refused or call.id in self._shown:
+                continue  # a shown one that changes is refused by _as_shown
+            conf = call.confirmation
+            if conf is None or call.status != "pending" or conf.kind != "edit":
+                continue
+            try:
+                if not conf.file_path:
+                    raise FileAccessError("the edit names no file")
+                await EditorFiles(self.context.editor, self.context.paths).check_edit(
+                    conf.file_path
+                )
+            except FileAccessError as exc:
+                self._refuse_unshown(call, conf, str(exc))
+
+    def _refuse_unshown(self, call: ToolCall, conf: Confirmation, why: str) -> None:
+        """Refuse ``call`` before it is shown: cancelled here, rejected to the agent
+        after the stream (``A2ATransport._after_stream``), the user and agent told."""
+        log.warning("refused the agent's edit %s: %s", call.id, why)
+        self._refused.add(call.id)
+        self._refusals.append((call.id, conf))
+        self._calls[call.id] = call.but(
+            confirmation=None,
+            status="cancelled",
+            title=f"edit refused: {shown_path(conf.file_path or '')}",
+            input=None,
+            locations=(),
+            error=f"refused: {why}",
+        )
+        self.events.emit(ToolCallUpdate(self._calls[call.id]))
+        self.events.emit(
+            Notice(f"The agent's edit {call.id} was refused, nothing shown: {why}", "warning")
+        )
+        self._notes.append(
+            f"[Tool call {call.id} was refused: {why}. Edit files inside the workspace,"
+            " by their absolute paths.]"
+        )
+
     async def _write_users_version(self, path: str, text: str) -> None:
         """Write ``text`` to ``path`` (the path the user reviewed) by the rules of the
         agent's own writes: through Neovim's buffer when the file is loaded, else on
         disk off the loop, regular files only, within the path policy."""
-        from ..files import EditorFiles, FileAccessError
+        from ..files import EditorFiles, FileAccessError, keep_users_text
 
         try:
             await EditorFiles(self.context.editor, self.context.paths).write(path, text)
         except FileAccessError as exc:
             try:
-                kept = await asyncio.to_thread(_keep, path, text)
+                kept = await asyncio.to_thread(keep_users_text, path, text)
             except OSError as failed:
                 log.error("could not keep the user's version of %s: %s", path, failed)
                 kept = "nowhere: it could not be saved either"

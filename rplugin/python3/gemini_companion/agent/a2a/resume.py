@@ -51,6 +51,7 @@ class A2AStream(A2AEvents):
 
         async for event in stream:
             update = devtool.from_sdk(json_format.MessageToDict(event))
+            await self._check_paths(update)
             self._handle(update)
             if to_turn_end and update.state in TURN_END_STATES:
                 break
@@ -105,7 +106,9 @@ class A2AStream(A2AEvents):
 
             if self.state not in TURN_END_STATES:
                 self.events.emit(StatusChange("working"))  # no longer "reconnecting"
-            self._handle(devtool.from_sdk({"task": json_format.MessageToDict(task)}))
+            update = devtool.from_sdk({"task": json_format.MessageToDict(task)})
+            await self._check_paths(update)
+            self._handle(update)
             if self.state in TURN_END_STATES:
                 self.events.emit(
                     Notice(f"Reconnected to task {task_id}: it is {self.state}.", "info")

@@ -72,6 +72,8 @@ class A2ATransport(A2ACommands):
     async def start(self, events: EventSink) -> None:
         import httpx
 
+        from .wire import CleanTextTransport
+
         self._events = events
         self._stopping = False
         url = self._options().get("url")
@@ -92,10 +94,14 @@ class A2ATransport(A2ACommands):
             headers["Authorization"] = f"Bearer {self.secret}"
         # One connection for the task's life: no keep-alive expiry; no read
         # timeout (streams are quiet while the model thinks or a tool runs).
+        # Text that is not valid Unicode is replaced before a2a-sdk parses it (wire.py).
+        network = httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=None)
+        )
         self._http = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(30.0, read=None),
-            limits=httpx.Limits(max_keepalive_connections=4, keepalive_expiry=None),
+            transport=CleanTextTransport(network, self._text_replaced),
         )
         try:
             await self._connect()
@@ -103,6 +109,15 @@ class A2ATransport(A2ACommands):
             await self.stop()
             raise
         self._connected = True
+
+    def _text_replaced(self) -> None:
+        self.events.emit(
+            Notice(
+                "The agent sent text that is not valid Unicode (a lone surrogate or bytes"
+                " that are not UTF-8): it is shown as \ufffd.",
+                "warning",
+            )
+        )
 
     async def _connect(self) -> None:
         from a2a.client import ClientConfig, ClientFactory
