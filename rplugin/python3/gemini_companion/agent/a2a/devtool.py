@@ -412,8 +412,13 @@ def coder_tool_call(data: Mapping[str, Any]) -> ToolCall:
             result = _text_of(display)
     elif status in ("failed", "cancelled"):
         err = response.get("error")
+        display = response.get("resultDisplay")
+        if isinstance(display, Mapping):
+            # An edit's display (its diff, the texts): words, not its JSON.
+            name = display.get("fileName") or display.get("filePath")
+            display = f"{'Rejected' if status == 'cancelled' else 'Failed'}: {name or 'the edit'}"
         error = (err.get("message") if isinstance(err, Mapping) else _text_of(err)) or _text_of(
-            response.get("resultDisplay")
+            display
         )
     args = request.get("args") if isinstance(request.get("args"), Mapping) else None
     title = str(tool.get("displayName") or request.get("name") or "")

@@ -197,8 +197,10 @@ class A2AEvents(A2AState):
     def _finish_modified_edit(self, call_id: str) -> None:
         """The agent wrote its proposal: write the user's version (off the stream:
         :meth:`_after_stream` waits for it before the turn ends)."""
-        path, text = self._modified.pop(call_id)
-        task = asyncio.get_running_loop().create_task(self._write_users_version(path, text))
+        path, text, proposal = self._modified.pop(call_id)
+        task = asyncio.get_running_loop().create_task(
+            self._write_users_version(path, text, proposal)
+        )
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
@@ -253,7 +255,7 @@ class A2AEvents(A2AState):
             " by their absolute paths.]"
         )
 
-    async def _write_users_version(self, path: str, text: str) -> None:
+    async def _write_users_version(self, path: str, text: str, proposal: str) -> None:
         """Write ``text`` to ``path`` (the path the user reviewed) by the rules of the
         agent's own writes: through Neovim's buffer when the file is loaded, else on
         disk off the loop, regular files only, within the path policy."""
@@ -282,7 +284,6 @@ class A2AEvents(A2AState):
                 "info",
             )
         )
-        self._notes.append(
-            f"[The user edited your proposed change to {path} before accepting it; the file"
-            " now holds the user's version. Read it again before changing it.]"
-        )
+        from ..review import user_edit_note
+
+        self._notes.append(user_edit_note(path, proposal, text))

@@ -43,7 +43,8 @@ class A2AState(Transport):
         self.state = ""
         self._connected = False
         self._stopping = False
-        self._modified: dict[str, tuple[str, str]] = {}  # call id -> (path, user's text)
+        # call id -> (path, the user's text, the proposal)
+        self._modified: dict[str, tuple[str, str, str]] = {}
         self._shown: dict[str, Confirmation] = {}  # call id -> the question the user sees
         self._refused: set[str] = set()  # calls changed after they were shown
         self._refusals: list[tuple[str, Confirmation]] = []  # to answer after the stream

@@ -330,7 +330,11 @@ class A2ATransport(A2ACommands):
         send = new_content
         if new_content is not None and self.dialect == devtool.CODER_AGENT:
             if shown is not None and shown.file_path:
-                self._modified[call_id] = (shown.file_path, new_content)
+                self._modified[call_id] = (
+                    shown.file_path,
+                    new_content,
+                    shown.new_content or "",
+                )
             send = None
         await self._send([devtool.confirmation_answer(self.dialect, call_id, option_id, send)])
 
