@@ -118,3 +118,40 @@ def test_a_lone_surrogate_and_invalid_utf8_from_the_agent_are_replaced_and_the_n
     wait_for(lambda: agent_state(nvim)["state"] == "idle", 30, "the turn to end")
     nvim.api.command("GeminiAgent hello")
     wait_transcript(nvim, "Hello.")
+
+
+@pytest.mark.parametrize("where", ["escape", "fifo"])
+def test_an_rfc_agents_edit_of_a_refused_path_is_rejected_before_anything_shows(
+    tmp_path: Path, where: str
+) -> None:
+    """The RFC's encoding (tests/agent_fakes/rfc_agent.py): the edit is never shown
+    as waiting, its title never carries the escape; the agent gets its reject
+    option."""
+    import asyncio
+
+    from agent_fakes.rfc_agent import rfc_agent
+    from gemini_companion.agent.model import Prompt, ToolCallUpdate
+    from test_agent_rfc import Sink, transport
+
+    target = tmp_path / ("a\x1b[2Jb.txt" if where == "escape" else "fifo.txt")
+    if where == "fifo":
+        os.mkfifo(target)
+
+    async def main() -> None:
+        with rfc_agent() as (url, agent):
+            t, sink = transport(url, tmp_path), Sink()
+            await t.start(sink)
+            try:
+                await t.prompt(Prompt(f"edit {target}"))
+                calls = [e.call for e in sink.events if isinstance(e, ToolCallUpdate)]
+                assert calls and all(c.confirmation is None for c in calls), calls
+                assert all("\x1b" not in c.title for c in calls), calls
+                # Answered with its reject option ("cancel", named "Reject").
+                assert agent.confirmations == [
+                    {"tool_call_id": "ed-1", "selected_option_id": "cancel"}
+                ]
+                assert "refused" in " ".join(str(e) for e in sink.events)
+            finally:
+                await t.stop()
+
+    asyncio.run(main())
