@@ -64,3 +64,32 @@ def test_a_new_file_outside_the_workspace_is_still_refused(
     agent.wait_state("the turn to end", lambda s: s["state"] == "idle")
     assert not target.exists()
     assert agent.views() == []
+
+
+def test_a_replace_creating_a_file_is_refused_by_the_cli_and_writes_nothing(
+    start_agent: Callable[..., Agent],  # noqa: F811
+) -> None:
+    """The price of the decision: a missing file reads as empty, so the CLI's
+    ``replace`` with an empty ``old_string`` (its way to create) takes the file
+    for an existing one and fails with its own message; nothing is shown or
+    written, and the turn goes on (the model then uses ``write_file``)."""
+    agent = start_agent()
+    target = agent.work / "made.txt"
+    agent.fake.add(
+        call_turn(
+            "replace",
+            {
+                "file_path": str(target),
+                "instruction": "Create it",
+                "old_string": "",
+                "new_string": "made\n",
+            },
+        ),
+        text_turn("Tried."),
+    )
+    agent.nvim.api.command("GeminiAgent make made.txt")
+    agent.wait_transcript("Tried.")
+    agent.wait_state("the turn to end", lambda s: s["state"] == "idle")
+    assert not target.exists()
+    assert agent.views() == []
+    assert "already exists" in agent.transcript(), agent.transcript()
