@@ -29,12 +29,16 @@ How ACP meets the panel's contract (transport.py):
 - A child that exits is reported at once; garbage on its stdout is shown once per
   run and otherwise ignored; everything it writes to stderr goes to the log.
 
-Long because it is one class, the ACP client's state machine: the session, a
-turn with its permissions, and the agent's requests share its state. The jobs
-that stand alone are out: wire.py (JSON-RPC on the pipes), process.py (the
-child), options.py, permissions.py (requests waiting for the user), grants.py,
-events.py (updates as the panel's events), sessions.py, ``agent/files.py`` (file
-access) and ``agent/mcp_servers.py``.
+:class:`AcpTransport` is the top of a ladder of classes, one module each, that
+share the client's state (the child, the session, the turn with its permissions):
+``state.py`` (that state, and requests to the agent), ``client_requests.py``
+(the agent's requests: updates, permissions, file reads and writes),
+``turns.py`` (a prompt's turn), ``handshake.py`` (initialize, login, a session
+started or loaded), and this module (the panel's interface and the child's
+life). The jobs that stand alone are out: wire.py (JSON-RPC on the pipes),
+process.py (the child), options.py, permissions.py (requests waiting for the
+user), grants.py, events.py (updates as the panel's events), sessions.py,
+``agent/files.py`` (file access) and ``agent/mcp_servers.py``.
 """
 
 from __future__ import annotations
@@ -43,45 +47,17 @@ import asyncio
 import contextlib
 import logging
 import shlex
-import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...paths import shown
 from ...sdk import skip_package_inits
-from ..mcp_servers import acp_mcp_server
-from ..model import (
-    FINISHED,
-    REJECT_KINDS,
-    Notice,
-    Prompt,
-    SessionUpdate,
-    StatusChange,
-    ToolCallUpdate,
-    TurnEnd,
-)
-from ..transport import (
-    EventSink,
-    NotSupportedError,
-    Transport,
-    TransportContext,
-    TransportError,
-    plugin_version,
-)
-from .grants import WriteGrants
-from .options import AcpOptions
-from .permissions import PendingPermissions
+from ..model import REJECT_KINDS, Notice, Prompt, SessionUpdate, StatusChange
+from ..transport import EventSink, NotSupportedError, TransportError
+from .handshake import AcpHandshake
 from .process import AgentChild, spawn
-from .wire import AUTH_REQUIRED, PROTOCOL_VERSION, AgentError, error_text
-
-if TYPE_CHECKING:
-    from ..files import EditorFiles
-    from .events import UpdateTranslator
-    from .sessions import SessionStore
+from .wire import PROTOCOL_VERSION, AgentError
 
 log = logging.getLogger(__name__)
-
-CLIENT_INFO = {"name": "gemini-companion.nvim", "title": "Gemini companion for Neovim"}
 
 
 def _import_protocol() -> None:
@@ -93,58 +69,10 @@ def _import_protocol() -> None:
     from . import events, sessions  # noqa: F401
 
 
-class AcpTransport(Transport):
+class AcpTransport(AcpHandshake):
     """The panel's client of ``gemini --acp``. Use on the server loop only."""
 
-    protocol = "acp"
-
-    def __init__(self, context: TransportContext) -> None:
-        super().__init__(context)
-        self.options = AcpOptions.from_mapping(context.options)
-        self._events: EventSink | None = None
-        self._child: AgentChild | None = None
-        self._session_id: str | None = None
-        self._agent: dict[str, Any] = {}
-        self._capabilities: dict[str, Any] = {}
-        self._auth_methods: list[dict[str, Any]] = []
-        self._modes: list[str] = []
-        self._models: list[str] = []
-        self._updates: UpdateTranslator | None = None
-        self._files: EditorFiles | None = None
-        self._store: SessionStore | None = None
-        self._permissions = PendingPermissions()
-        self._grants = WriteGrants()
-        # The ids given to requests that came with the id of one still waiting
-        # (21.8): alias -> the agent's id, whose updates the alias follows.
-        self._aliases: dict[str, str] = {}
-        # Edits the user accepted with changes: what was written (call id -> path,
-        # old text, written text), shown in place of the agent's own diff; and what
-        # the agent is told with the next prompt (by file).
-        self._written: dict[str, tuple[str, str | None, str]] = {}
-        self._notes: dict[str, str] = {}
-        self._chosen_model: str | None = None  # the user's (:GeminiAgentModel)
-        self._current_model: Any = None
-        self._turn: asyncio.Task[None] | None = None
-        self._settled = asyncio.Event()
-        self._stopping = False
-        self._exit_message: str | None = None
-
     # -- Transport ----------------------------------------------------------------------
-
-    @property
-    def connected(self) -> bool:
-        child = self._child
-        return (
-            child is not None
-            and child.returncode is None
-            and self._session_id is not None
-            and self._exit_message is None
-        )
-
-    def _emit(self, *events: Any) -> None:
-        if self._events is not None:
-            for event in events:
-                self._events.emit(event)
 
     async def start(self, events: EventSink) -> None:
         self._events = events
@@ -359,28 +287,6 @@ class AcpTransport(Transport):
         if chosen is not None and chosen in self._models and chosen != self._current_model:
             await self.set_model(chosen)
 
-    async def _wait_for_a_new_minute(self, session_id: str) -> None:
-        """Gemini CLI 0.61.0 names a session's record by the minute it started and
-        starts a new record when it loads one: in the same minute both get the same
-        name, the conversation is overwritten and the load fails. A session this
-        panel started less than a minute ago is loaded once the minute has turned."""
-        assert self._store is not None
-        records = await asyncio.to_thread(self._store.list, self.context.workspace)
-        record = next((r for r in records if r.get("id") == session_id), None)
-        if record is None or not record.get("created_at"):
-            return
-        # A few seconds of margin: the CLI's clock reading is not ours.
-        boundary = (int(float(record["created_at"]) + 5) // 60 + 1) * 60
-        wait = boundary - time.time()
-        if wait > 0:
-            self._emit(
-                Notice(
-                    f"Waiting {wait:.0f} s: Gemini CLI loses a conversation loaded in the"
-                    " minute it started."
-                )
-            )
-            await asyncio.sleep(wait)
-
     def health(self) -> Mapping[str, Any]:
         return {
             "command": list(self.options.cmd),
@@ -439,11 +345,6 @@ class AcpTransport(Transport):
         self._emit(StatusChange("error", message))
         self._settle()
 
-    async def _shutdown_child(self) -> None:
-        child, self._child = self._child, None
-        if child is not None:
-            await child.stop()
-
     async def _within_startup(self, coro: Any, what: str) -> Any:
         try:
             return await asyncio.wait_for(coro, self.options.startup_timeout)
@@ -452,400 +353,6 @@ class AcpTransport(Transport):
                 f"the agent did not answer {what} within {self.options.startup_timeout:g} s"
                 f" ({shlex.join(self.options.cmd)}; its stderr is in the log)"
             ) from None
-
-    # -- requests to the agent --------------------------------------------------------------
-
-    async def _request(self, method: str, params: Mapping[str, Any]) -> Any:
-        from acp.exceptions import RequestError
-
-        child = self._child
-        if child is None or self._exit_message is not None:
-            raise TransportError(self._exit_message or "the agent is not running")
-        try:
-            return await child.connection.send_request(method, dict(params))
-        except RequestError as exc:
-            raise AgentError(exc.code, error_text(exc), exc.data) from None
-        except ConnectionError:
-            # The output closed: the exit (and its code) follows at once, normally.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(child.wait()), 2)
-            if self._exit_message is None and child is self._child:
-                # The connection broke but the process lives on: stopped, so that the
-                # next prompt starts it again as the message says.
-                self._exit_message = child.exit_text()
-                log.warning("%s", self._exit_message)
-                self._answer_all_cancelled()
-                await self._shutdown_child()
-                self._emit(StatusChange("error", self._exit_message))
-            raise TransportError(self._exit_message or child.exit_text()) from None
-
-    async def _initialize(
-        self, child: AgentChild, loading: asyncio.Future[None] | None = None
-    ) -> None:
-        raw = await self._request(
-            "initialize",
-            {
-                "protocolVersion": PROTOCOL_VERSION,
-                "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
-                "clientInfo": {**CLIENT_INFO, "version": plugin_version()},
-            },
-        )
-        if loading is not None:
-            await loading
-        from acp import schema
-
-        response = schema.InitializeResponse.model_validate(raw)
-        if response.protocol_version != PROTOCOL_VERSION:
-            raise TransportError(
-                f"the agent speaks ACP version {response.protocol_version}; the plugin speaks"
-                f" version {PROTOCOL_VERSION}: update the plugin or the agent"
-            )
-        self._capabilities = dict(raw.get("agentCapabilities") or {})
-        self._auth_methods = [m for m in raw.get("authMethods") or [] if isinstance(m, dict)]
-        info = response.agent_info
-        self._agent = {"name": info.name, "version": info.version} if info else {}
-        # The same keys as the A2A transport's: checkhealth shows them.
-        self._emit(
-            SessionUpdate(
-                {"agent": self._agent.get("name"), "agent_version": self._agent.get("version")}
-            )
-        )
-
-    async def _new_session(self) -> None:
-        params = {"cwd": self.context.workspace, "mcpServers": self._mcp_servers()}
-        try:
-            raw = await self._request("session/new", params)
-        except AgentError as exc:
-            if exc.code != AUTH_REQUIRED:
-                raise
-            await self._authenticate(str(exc))
-            raw = await self._request("session/new", params)
-        session_id = str(raw["sessionId"])
-        self._session_started(raw, session_id)
-        assert self._store is not None
-        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
-
-    async def _load(self, session_id: str) -> None:
-        params = {
-            "sessionId": session_id,
-            "cwd": self.context.workspace,
-            "mcpServers": self._mcp_servers(),
-        }
-        # Updates of the loaded session (its history) must not be taken for the old one's.
-        previous, self._session_id = self._session_id, session_id
-        assert self._updates is not None
-        self._updates.reset()
-        try:
-            try:
-                raw = await self._request("session/load", params)
-            except AgentError as exc:
-                if exc.code != AUTH_REQUIRED:
-                    raise
-                await self._authenticate(str(exc))
-                raw = await self._request("session/load", params)
-        except BaseException:
-            self._session_id = previous
-            raise
-        self._session_started(raw or {}, session_id)
-        assert self._store is not None
-        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
-
-    async def _authenticate(self, why: str) -> None:
-        offered = {str(m.get("id")): m for m in self._auth_methods}
-        wanted = self.options.auth_method
-        if wanted is None or wanted not in offered:
-            choices = "; ".join(f"{mid!r} ({m.get('name') or mid})" for mid, m in offered.items())
-            hint = (
-                f"agent.acp.auth_method {wanted!r} is not one of them"
-                if wanted
-                else "set agent.acp.auth_method to one of them"
-            )
-            raise TransportError(
-                f"the agent needs a login ({why}). Its login methods: {choices}: {hint},"
-                " or set GEMINI_API_KEY, or log in once with `gemini` in a terminal"
-            )
-        log.info("authenticating with %s", wanted)
-        try:
-            await self._request("authenticate", {"methodId": wanted})
-        except AgentError as exc:
-            raise TransportError(f"logging in with {wanted!r} failed: {exc}") from None
-
-    def _session_started(self, raw: Mapping[str, Any], session_id: str) -> None:
-        self._session_id = session_id
-        modes = raw.get("modes") or {}
-        # A new session: no grant carries over; its first mode is the user's own
-        # configuration (settings, flags).
-        self._grants = WriteGrants()
-        self._grants.user_mode(modes.get("currentModeId"))
-        models = raw.get("models") or {}
-        self._current_model = models.get("currentModelId")
-        self._modes = [str(m["id"]) for m in modes.get("availableModes") or [] if "id" in m]
-        self._models = [
-            str(m["modelId"]) for m in models.get("availableModels") or [] if "modelId" in m
-        ]
-        self._emit(
-            SessionUpdate(
-                {
-                    "session_id": session_id,
-                    "mode": modes.get("currentModeId"),
-                    "modes": self._modes or None,
-                    "model": models.get("currentModelId"),
-                    "models": self._models or None,
-                }
-            )
-        )
-
-    def _mcp_servers(self) -> list[dict[str, Any]]:
-        mcp = self._capabilities.get("mcpCapabilities") or {}
-        servers = []
-        for server in self.context.mcp_servers:
-            converted = acp_mcp_server(server)
-            if converted is None:
-                log.warning("skipping an MCP server ACP cannot describe: %r", server)
-            elif converted.get("type") in ("http", "sse") and not mcp.get(converted["type"]):
-                log.warning("the agent takes no %s MCP servers: %s", converted["type"], server)
-            else:
-                servers.append(converted)
-        return servers
-
-    def _require_session(self) -> str:
-        if self._session_id is None or not self.connected:
-            raise TransportError(self._exit_message or "the agent is not running")
-        return self._session_id
-
-    # -- a turn ------------------------------------------------------------------------
-
-    async def _run_turn(self, params: Mapping[str, Any]) -> None:
-        if self._turn is not None and not self._turn.done():
-            raise TransportError("the agent is still busy with the last prompt")
-        turn = asyncio.get_running_loop().create_task(self._prompt_request(params))
-        turn.add_done_callback(lambda _: self._settle())
-        self._turn = turn
-        await self._wait_settled()
-
-    async def _prompt_request(self, params: Mapping[str, Any]) -> None:
-        raw = await self._request("session/prompt", params)
-        reason = str((raw or {}).get("stopReason") or "end_turn")
-        self._finish_open_calls("cancelled" if reason == "cancelled" else None)
-        self._grants.end_turn()
-        notes = {
-            "max_tokens": "The answer was cut: the model reached its token limit.",
-            "max_turn_requests": "The agent stopped: it reached its limit of turns.",
-            "refusal": "The agent refused to go on.",
-        }
-        if reason in notes:
-            self._emit(Notice(notes[reason], "warning"))
-        self._emit(TurnEnd(reason))
-
-    def _settle(self) -> None:
-        self._settled.set()
-
-    async def _wait_settled(self) -> None:
-        """Until the turn ended (its error raised here) or the agent waits for the user."""
-        while True:
-            turn = self._turn
-            if turn is None or turn.done():
-                break
-            if self._permissions.waiting():
-                return
-            self._settled.clear()
-            await self._settled.wait()
-        if turn is not None and not turn.cancelled() and turn.exception() is not None:
-            exc = turn.exception()
-            self._finish_open_calls("failed")
-            if self._exit_message is not None:
-                return  # the agent died or hung: already reported as the status
-            if isinstance(exc, TransportError):
-                raise exc
-            raise TransportError(f"the prompt failed: {exc}") from exc
-
-    def _finish_open_calls(self, status: str | None) -> None:
-        """Tool calls the agent left open when the turn ended: cancelled or failed."""
-        updates = self._updates
-        if updates is None:
-            return
-        for call in list(updates.calls.values()):
-            if call.status in FINISHED:
-                continue
-            original = updates.call(self._aliases.get(call.id, ""))
-            if original is not None and original.status in FINISHED and status is None:
-                # An answered duplicate: the agent's updates went to its own id.
-                self._emit(updates.put(call.but(status=original.status, confirmation=None)))
-                continue
-            if status is None and call.status != "pending":
-                continue
-            final = status or "cancelled"
-            self._emit(updates.put(call.but(status=final, confirmation=None)))
-        self._aliases.clear()
-
-    def _answer_all_cancelled(self) -> None:
-        for call in self._permissions.cancel_all():
-            if self._updates is not None:
-                self._emit(self._updates.put(call.but(status="cancelled", confirmation=None)))
-
-    # -- requests from the agent ---------------------------------------------------------
-
-    async def _handle(self, method: str, params: Any, is_notification: bool) -> Any:
-        from acp.exceptions import RequestError
-        from pydantic import ValidationError
-
-        from ..files import FileAccessError
-
-        try:
-            if method == "session/update":
-                self._on_update(params)
-                return None
-            if method == "session/request_permission":
-                return await self._on_permission(params)
-            if method == "fs/read_text_file":
-                return await self._on_read(params)
-            if method == "fs/write_text_file":
-                return await self._on_write(params)
-            if is_notification:
-                log.info("ignoring the agent's notification %s", method)
-                return None
-            raise RequestError.method_not_found(method)
-        except RequestError:
-            if is_notification:
-                return None
-            raise
-        except FileAccessError as exc:
-            log.warning("%s failed: %s", method, exc)
-            raise RequestError(-32603, str(exc)) from None
-        except ValidationError as exc:
-            log.warning("ignoring a malformed %s from the agent: %s", method, exc)
-            if is_notification:
-                return None
-            raise RequestError.invalid_params({"details": str(exc)}) from None
-        except Exception as exc:
-            log.exception("handling the agent's %s failed", method)
-            if is_notification:
-                return None
-            raise RequestError(-32603, f"{type(exc).__name__}: {exc}") from None
-
-    def _on_update(self, params: Any) -> None:
-        from acp import schema
-        from pydantic import ValidationError
-
-        kind = params.get("update", {}).get("sessionUpdate") if isinstance(params, dict) else None
-        if not isinstance(params, dict) or params.get("sessionId") != self._session_id:
-            log.debug("ignoring an update for another session: %s", kind)
-            return
-        try:
-            notification = schema.SessionNotification.model_validate(params)
-        except ValidationError:
-            log.info("ignoring a session update the plugin does not know: %s", kind)
-            return
-        assert self._updates is not None
-        events = [self._as_written(e) for e in self._updates.translate(notification.update)]
-        for event in events:
-            if isinstance(event, SessionUpdate) and "mode" in event.values:
-                self._grants.agent_mode(event.values["mode"])
-        self._emit(*events)
-
-    def _as_written(self, event: Any) -> Any:
-        """A finished edit the user changed shows the text written, not the proposal."""
-        if not isinstance(event, ToolCallUpdate) or event.call.id not in self._written:
-            return event
-        if event.call.status not in FINISHED:
-            return event
-        from .events import unified_diff
-
-        path, old, written = self._written.pop(event.call.id)
-        call = event.call
-        if call.status != "succeeded" or self._updates is None:
-            return event
-        return self._updates.put(call.but(result=unified_diff(path, old, written)))
-
-    async def _on_permission(self, params: Any) -> Any:
-        from acp import schema
-
-        request = schema.RequestPermissionRequest.model_validate(params)
-        if request.session_id != self._session_id or self._updates is None:
-            return {"outcome": {"outcome": "cancelled"}}
-        refused = await self._vet_paths(request.tool_call)
-        if refused is not None:
-            return refused
-        call = self._updates.permission(request.tool_call, request.options)
-        if call.id in self._permissions:
-            # A second request with the id of one still waiting: the agent's ids are
-            # not the user's. It gets an id of its own, so each is answered.
-            original, n = call.id, 2
-            while f"{original}#{n}" in self._permissions or self._updates.call(f"{original}#{n}"):
-                n += 1
-            call = call.but(id=f"{original}#{n}")
-            self._aliases[call.id] = original
-        pending = self._permissions.open(call)
-        self._emit(self._updates.put(call))
-        self._settle()
-        try:
-            option_id = await pending.answer
-        finally:
-            self._permissions.close(call.id)
-        if option_id is None:
-            return {"outcome": {"outcome": "cancelled"}}
-        return {"outcome": {"outcome": "selected", "optionId": option_id}}
-
-    async def _vet_paths(self, tool_call: Any) -> Any:
-        """Every file an edit request names passes openDiff's path policy before
-        anything of it is shown (files.py's ``check_edit``); else the request is
-        answered ``cancelled`` and the transcript says why, the path escaped."""
-        from acp import schema
-
-        from ..files import FileAccessError
-
-        assert self._files is not None and self._updates is not None
-        for item in tool_call.content or ():
-            if not isinstance(item, schema.FileEditToolCallContent):
-                continue
-            try:
-                await self._files.check_edit(item.path)
-            except FileAccessError as exc:
-                log.warning("refused the agent's edit request: %s", exc)
-                shown_call = self._updates.call(tool_call.tool_call_id)
-                if shown_call is not None and shown_call.status not in FINISHED:
-                    done = shown_call.but(status="cancelled", confirmation=None, error=str(exc))
-                    self._emit(self._updates.put(done))
-                self._emit(
-                    Notice(
-                        f"The agent asked to edit a file the plugin does not show: {exc}."
-                        " Answered cancelled.",
-                        "warning",
-                    )
-                )
-                return {"outcome": {"outcome": "cancelled"}}
-        return None
-
-    async def _on_read(self, params: Any) -> Any:
-        from acp import schema
-
-        request = schema.ReadTextFileRequest.model_validate(params)
-        assert self._files is not None
-        text = await self._files.read(request.path, request.line, request.limit)
-        return {"content": text}
-
-    async def _on_write(self, params: Any) -> Any:
-        from acp import schema
-
-        from ..files import FileAccessError
-
-        request = schema.WriteTextFileRequest.model_validate(params)
-        assert self._files is not None
-        if any(p == request.path and w == request.content for p, _, w in self._written.values()):
-            # The agent writes the user's version itself (IDE twin): its tool result
-            # tells the model; no note needed.
-            self._notes.pop(request.path, None)
-        try:
-            self._grants.take(request.path, request.content)
-        except PermissionError as exc:
-            self._emit(Notice(f"The agent's write was refused: {exc}.", "warning"))
-            raise FileAccessError(str(exc)) from None
-        try:
-            await self._files.write(request.path, request.content)
-        except Exception as exc:
-            self._emit(Notice(f"The agent's write to {shown(request.path)} failed: {exc}", "error"))
-            raise
-        return {}
 
 
 def _text(text: str) -> dict[str, Any]:

@@ -1,0 +1,184 @@
+"""The agent's requests to the plugin, the ACP client's side: session updates
+(as the panel's events), ``session/request_permission`` (waiting for the user;
+an edit naming a path the plugin does not show is answered ``cancelled`` before
+anything is shown), and ``fs/read_text_file`` / ``fs/write_text_file`` (through
+Neovim's buffers, agent/files.py; a write only as the user's answer granted it,
+grants.py). A request that fails is answered with a JSON-RPC error, never left
+waiting."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ...paths import shown
+from ..model import FINISHED, Notice, SessionUpdate, ToolCallUpdate
+from .state import AcpState
+
+log = logging.getLogger(__name__)
+
+
+class AcpClientRequests(AcpState):
+    """The handlers of what the agent asks of the plugin."""
+
+    async def _handle(self, method: str, params: Any, is_notification: bool) -> Any:
+        from acp.exceptions import RequestError
+        from pydantic import ValidationError
+
+        from ..files import FileAccessError
+
+        try:
+            if method == "session/update":
+                self._on_update(params)
+                return None
+            if method == "session/request_permission":
+                return await self._on_permission(params)
+            if method == "fs/read_text_file":
+                return await self._on_read(params)
+            if method == "fs/write_text_file":
+                return await self._on_write(params)
+            if is_notification:
+                log.info("ignoring the agent's notification %s", method)
+                return None
+            raise RequestError.method_not_found(method)
+        except RequestError:
+            if is_notification:
+                return None
+            raise
+        except FileAccessError as exc:
+            log.warning("%s failed: %s", method, exc)
+            raise RequestError(-32603, str(exc)) from None
+        except ValidationError as exc:
+            log.warning("ignoring a malformed %s from the agent: %s", method, exc)
+            if is_notification:
+                return None
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        except Exception as exc:
+            log.exception("handling the agent's %s failed", method)
+            if is_notification:
+                return None
+            raise RequestError(-32603, f"{type(exc).__name__}: {exc}") from None
+
+    def _on_update(self, params: Any) -> None:
+        from acp import schema
+        from pydantic import ValidationError
+
+        kind = params.get("update", {}).get("sessionUpdate") if isinstance(params, dict) else None
+        if not isinstance(params, dict) or params.get("sessionId") != self._session_id:
+            log.debug("ignoring an update for another session: %s", kind)
+            return
+        try:
+            notification = schema.SessionNotification.model_validate(params)
+        except ValidationError:
+            log.info("ignoring a session update the plugin does not know: %s", kind)
+            return
+        assert self._updates is not None
+        events = [self._as_written(e) for e in self._updates.translate(notification.update)]
+        for event in events:
+            if isinstance(event, SessionUpdate) and "mode" in event.values:
+                self._grants.agent_mode(event.values["mode"])
+        self._emit(*events)
+
+    def _as_written(self, event: Any) -> Any:
+        """A finished edit the user changed shows the text written, not the proposal."""
+        if not isinstance(event, ToolCallUpdate) or event.call.id not in self._written:
+            return event
+        if event.call.status not in FINISHED:
+            return event
+        from .events import unified_diff
+
+        path, old, written = self._written.pop(event.call.id)
+        call = event.call
+        if call.status != "succeeded" or self._updates is None:
+            return event
+        return self._updates.put(call.but(result=unified_diff(path, old, written)))
+
+    async def _on_permission(self, params: Any) -> Any:
+        from acp import schema
+
+        request = schema.RequestPermissionRequest.model_validate(params)
+        if request.session_id != self._session_id or self._updates is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        refused = await self._vet_paths(request.tool_call)
+        if refused is not None:
+            return refused
+        call = self._updates.permission(request.tool_call, request.options)
+        if call.id in self._permissions:
+            # A second request with the id of one still waiting: the agent's ids are
+            # not the user's. It gets an id of its own, so each is answered.
+            original, n = call.id, 2
+            while f"{original}#{n}" in self._permissions or self._updates.call(f"{original}#{n}"):
+                n += 1
+            call = call.but(id=f"{original}#{n}")
+            self._aliases[call.id] = original
+        pending = self._permissions.open(call)
+        self._emit(self._updates.put(call))
+        self._settle()
+        try:
+            option_id = await pending.answer
+        finally:
+            self._permissions.close(call.id)
+        if option_id is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+    async def _vet_paths(self, tool_call: Any) -> Any:
+        """Every file an edit request names passes openDiff's path policy before
+        anything of it is shown (files.py's ``check_edit``); else the request is
+        answered ``cancelled`` and the transcript says why, the path escaped."""
+        from acp import schema
+
+        from ..files import FileAccessError
+
+        assert self._files is not None and self._updates is not None
+        for item in tool_call.content or ():
+            if not isinstance(item, schema.FileEditToolCallContent):
+                continue
+            try:
+                await self._files.check_edit(item.path)
+            except FileAccessError as exc:
+                log.warning("refused the agent's edit request: %s", exc)
+                shown_call = self._updates.call(tool_call.tool_call_id)
+                if shown_call is not None and shown_call.status not in FINISHED:
+                    done = shown_call.but(status="cancelled", confirmation=None, error=str(exc))
+                    self._emit(self._updates.put(done))
+                self._emit(
+                    Notice(
+                        f"The agent asked to edit a file the plugin does not show: {exc}."
+                        " Answered cancelled.",
+                        "warning",
+                    )
+                )
+                return {"outcome": {"outcome": "cancelled"}}
+        return None
+
+    async def _on_read(self, params: Any) -> Any:
+        from acp import schema
+
+        request = schema.ReadTextFileRequest.model_validate(params)
+        assert self._files is not None
+        text = await self._files.read(request.path, request.line, request.limit)
+        return {"content": text}
+
+    async def _on_write(self, params: Any) -> Any:
+        from acp import schema
+
+        from ..files import FileAccessError
+
+        request = schema.WriteTextFileRequest.model_validate(params)
+        assert self._files is not None
+        if any(p == request.path and w == request.content for p, _, w in self._written.values()):
+            # The agent writes the user's version itself (IDE twin): its tool result
+            # tells the model; no note needed.
+            self._notes.pop(request.path, None)
+        try:
+            self._grants.take(request.path, request.content)
+        except PermissionError as exc:
+            self._emit(Notice(f"The agent's write was refused: {exc}.", "warning"))
+            raise FileAccessError(str(exc)) from None
+        try:
+            await self._files.write(request.path, request.content)
+        except Exception as exc:
+            self._emit(Notice(f"The agent's write to {shown(request.path)} failed: {exc}", "error"))
+            raise
+        return {}
