@@ -243,3 +243,26 @@ def test_a_shell_commands_output_is_shown_or_said_to_have_gone_to_the_model_only
     shown = agent.transcript()
     assert agent.model_saw("shell-output-42")
     assert "shell-output-42" in shown or "went to the model only" in shown, shown
+
+
+def test_the_panels_accept_takes_the_users_edits_in_the_diff_tab(
+    start_agent: Callable[..., Agent],
+) -> None:
+    agent = start_agent()
+    target = agent.work / "panel.txt"
+    target.write_text("old\n")
+    agent.fake.add(
+        call_turn("write_file", {"file_path": str(target), "content": "new\n"}),
+        text_turn("Done."),
+    )
+    agent.nvim.api.command("GeminiAgent update panel.txt")
+    view = agent.wait_view()
+    agent.nvim.api.buffers[view["proposal"]][:] = ["new", "# kept from the tab"]
+    # The panel's accept key (as <LocalLeader>a calls it), from outside the tab.
+    agent.nvim.api.command("tabprevious")
+    agent.wait_state("the edit shown", lambda _: "panel.txt" in agent.transcript())
+    agent.nvim.lua("require('gemini_companion.agent').accept()")
+    agent.wait_transcript("Done.")
+    agent.wait_state("the turn to end", lambda s: s["state"] == "idle")
+    assert target.read_text() == "new\n# kept from the tab\n"
+    assert agent.views() == []

@@ -185,6 +185,15 @@ local function answer_pending(action, option, call_id)
       )
     )
   end
+  if action == "answer" and package.loaded["gemini_companion.diff"] then
+    -- An edit open in its diff tab is accepted there: with the user's edits to it.
+    for _, view in ipairs(require("gemini_companion.diff").views()) do
+      if view.session == "agent" and view.call_id == call_id and view.state == "open" then
+        require("gemini_companion.diff").accept(view.id, option)
+        return
+      end
+    end
+  end
   request(action, { option = option, call_id = call_id })
 end
 
