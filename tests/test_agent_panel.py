@@ -608,6 +608,19 @@ def test_the_transcript_is_markdown_with_code_fences_in_their_language(
     assert any(c.startswith("lua:") for c in found["code"]), found
 
 
+def test_agent_markdown_false_shows_the_transcript_as_plain_text(agent_nvim: Nvim) -> None:
+    nvim = agent_nvim
+    # As `setup({ agent = { markdown = false } })` leaves it, before the panel opens.
+    nvim.lua("require('gemini_companion.config').get().agent.markdown = false")
+    nvim.api.command("GeminiAgent markdown")
+    wait_transcript(nvim, "local x = 1\n```")
+    shown = nvim.lua(
+        "local buf = require('gemini_companion.agent.transcript').buffer()"
+        " return { ts = vim.treesitter.highlighter.active[buf] ~= nil, syntax = vim.bo[buf].syntax }"
+    )
+    assert shown == {"ts": False, "syntax": "gemini_agent"}
+
+
 def test_the_real_agents_multi_line_shell_command_is_shown_in_full_before_it_runs(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:

@@ -320,6 +320,13 @@ return {
           help = "How the panel reaches the agent; see |gemini-companion-agent-protocol| for which to pick.",
         },
         {
+          name = "markdown",
+          type = "boolean",
+          default = true,
+          summary = "Highlight the transcript as markdown (tree-sitter)",
+          help = "Highlight the transcript as markdown with Neovim's tree-sitter `markdown` parser (code fences in their language where a parser is installed); false shows plain text, the cheapest while long answers stream in. Read when the transcript is created.",
+        },
+        {
           name = "a2a",
           type = "table",
           class = "AgentA2A",

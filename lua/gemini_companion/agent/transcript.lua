@@ -154,7 +154,9 @@ end
 ---@param b integer
 function M.highlight(b)
   pcall(vim.treesitter.language.register, "markdown", "gemini_agent")
-  if vim.g.gemini_companion_agent_markdown == false or not pcall(vim.treesitter.start, b, "markdown") then
+  local config = require("gemini_companion.config").get()
+  local markdown = not (config and config.agent and config.agent.markdown == false)
+  if not markdown or not pcall(vim.treesitter.start, b, "markdown") then
     vim.bo[b].syntax = "gemini_agent"
   end
 end
