@@ -616,7 +616,8 @@ def test_agent_markdown_false_shows_the_transcript_as_plain_text(agent_nvim: Nvi
     wait_transcript(nvim, "local x = 1\n```")
     shown = nvim.lua(
         "local buf = require('gemini_companion.agent.transcript').buffer()"
-        " return { ts = vim.treesitter.highlighter.active[buf] ~= nil, syntax = vim.bo[buf].syntax }"
+        " return { ts = vim.treesitter.highlighter.active[buf] ~= nil,"
+        " syntax = vim.bo[buf].syntax }"
     )
     assert shown == {"ts": False, "syntax": "gemini_agent"}
 
