@@ -280,14 +280,15 @@ def test_reject_naming_an_allow_option_is_refused_and_answers_nothing(
     agent.prompt()
     [pending] = agent.wait_pending()
     agent.nvim.api.command("GeminiReject proceed_always")
-    wait_for(
-        lambda: (
-            "not a way to reject"
-            in agent.nvim.lua("return vim.api.nvim_exec2('messages', {output = true}).output")
-        ),
-        WAIT,
-        "the refusal told",
+    # Told in full in the transcript, and in one line that fits in the message area.
+    wait_for(lambda: "not a way to reject" in agent.transcript(), WAIT, "the refusal told")
+    messages = lambda: agent.nvim.lua(  # noqa: E731
+        "return vim.api.nvim_exec2('messages', {output = true}).output"
     )
+    wait_for(
+        lambda: "Gemini agent: make install: 'proc" in messages(), WAIT, "the refusal's message"
+    )
+    assert "(more in the transcript)" in messages()
     assert agent.answers("session/request_permission") == [None]
     assert agent.state()["pending"] == [pending]
     agent.nvim.api.command("GeminiReject")

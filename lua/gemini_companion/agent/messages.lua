@@ -39,7 +39,9 @@ local function show(text, level)
     end
     -- One line that fits on screen, which no "Press ENTER" follows (errors are
     -- in full in the transcript).
-    local note = line == text and " …" or " … (more in the transcript)"
+    -- What the Python side posts is in the transcript too (errors and refused
+    -- requests are notices there).
+    local note = " … (more in the transcript)"
     line = vim.fn.strcharpart(line, 0, room - vim.fn.strdisplaywidth(note) - 1) .. note
     vim.api.nvim_echo({ { line, hl } }, true, {})
   else

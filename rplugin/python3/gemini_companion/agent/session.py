@@ -367,6 +367,8 @@ class AgentSession:
         try:
             await handler(args)
         except BadRequestError as exc:
+            # In the transcript in full too: the message area shows one line.
+            self._notice(str(exc), "warning")
             self.view.notify(f"Gemini agent: {exc}", "warning")
         except _ShownStartFailureError:
             pass  # the request that made the start shows why it failed
