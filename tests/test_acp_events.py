@@ -212,7 +212,10 @@ def test_references_become_resource_links_or_embedded_lines() -> None:
     assert blocks[2]["resource"]["uri"] == "file:///w/b.py#L3-5"
     assert blocks[2]["resource"]["text"] == "x = 1\ny = 2\nz = 3\n"
     without = prompt_blocks(prompt, embedded_context=False)
-    assert without[2] == {"type": "text", "text": "@/w/b.py#L3-5"}
+    assert without[2] == {
+        "type": "text",
+        "text": "\nContent from @/w/b.py#L3-5:\nx = 1\ny = 2\nz = 3\n",
+    }
     # what the schema accepts, so the agent does too
     schema.PromptRequest.model_validate({"sessionId": SESSION, "prompt": blocks})
 

@@ -452,6 +452,7 @@ return {
             key("close", "q", "Close the panel"),
             key("history_prev", "<C-p>", "Previous prompt"),
             key("history_next", "<C-n>", "Next prompt"),
+            key("help", "?", "Normal mode, both buffers: list the panel's keys"),
           },
         },
       },

@@ -146,6 +146,7 @@
 ---@field close? string|false Close the panel (default "q")
 ---@field history_prev? string|false Previous prompt (default "<C-p>")
 ---@field history_next? string|false Next prompt (default "<C-n>")
+---@field help? string|false Normal mode, both buffers: list the panel's keys (default "?")
 
 ---@class (exact) gemini_companion.AgentKeymapsConfig
 ---@field send string|false
@@ -156,6 +157,7 @@
 ---@field close string|false
 ---@field history_prev string|false
 ---@field history_next string|false
+---@field help string|false
 
 -- End of the generated option classes.
 

@@ -72,11 +72,6 @@ function M.toggle()
   end
 end
 
----@class gemini_companion.AgentReference
----@field path string
----@field start_line? integer 1-based
----@field end_line? integer
-
 --- Send a prompt to the agent (opening the panel without entering it). Text that
 --- starts with "/" runs a slash command.
 ---@param text string
@@ -94,23 +89,38 @@ function M.send(text, opts)
   return M.submit(text, opts)
 end
 
---- Send without touching the windows (the prompt buffer's <CR> calls this).
+--- Send without touching the windows (the prompt buffer's keys call this). The
+--- `@path` and `#buffer`/`#selection`/`#diagnostics` the text names go with it
+--- (agent/context.lua). While the agent starts, the prompt waits for it.
 ---@param text string
 ---@param opts? { references?: gemini_companion.AgentReference[] }
 ---@return boolean sent
 function M.submit(text, opts)
   local state = require("gemini_companion.agent.state")
-  if state.busy() then
-    notify("the agent is busy: wait, answer it, or :GeminiAgentCancel (your text is kept)", vim.log.levels.WARN)
+  local s = state.current.state
+  if s == "working" or s == "waiting" then
+    -- One line, never a "Press ENTER": this comes from the prompt's keys too.
+    require("gemini_companion.agent.messages").post(
+      "the agent is busy: wait, answer, or :GeminiAgentCancel (text kept)",
+      vim.log.levels.WARN
+    )
     return false
   end
   local command = text:match("^/(.*)$")
   if command then
     local name, args = M.split_command(vim.trim(command))
     request("command", { name = name, args = args })
-  else
-    request("prompt", { text = text, references = opts and opts.references or nil })
+    return true
   end
+  local refs, err = require("gemini_companion.agent.context").references(text)
+  if not refs then
+    require("gemini_companion.agent.messages").post(err or "cannot attach the context", vim.log.levels.ERROR)
+    return false
+  end
+  for _, ref in ipairs(opts and opts.references or {}) do
+    table.insert(refs, 1, ref)
+  end
+  request("prompt", { text = text, references = #refs > 0 and refs or nil })
   return true
 end
 
@@ -227,7 +237,7 @@ function M.transcript()
   return require("gemini_companion.agent.transcript").lines()
 end
 
---- :GeminiAgent [text] (with a range: a reference to the lines).
+--- :GeminiAgent [text] (with a range: the lines go with the prompt, embedded).
 ---@param args { args: string, range: integer, line1: integer, line2: integer }
 function M.command(args)
   local text = args.args or ""
@@ -235,7 +245,15 @@ function M.command(args)
   if args.range > 0 then
     local path = vim.api.nvim_buf_get_name(0)
     if path ~= "" then
-      refs = { { path = path, start_line = args.line1, end_line = args.line2 } }
+      local lines = vim.api.nvim_buf_get_lines(0, args.line1 - 1, args.line2, false)
+      refs = {
+        {
+          path = vim.fs.normalize(vim.fn.fnamemodify(path, ":p")),
+          start_line = args.line1,
+          end_line = args.line2,
+          text = table.concat(lines, "\n"),
+        },
+      }
     end
   end
   if text == "" and not refs then
@@ -243,7 +261,8 @@ function M.command(args)
     return
   end
   if text == "" then
-    -- A range alone: put the reference in the prompt for the user to complete.
+    -- A range alone: put the reference in the prompt for the user to complete (the
+    -- lines are read again when it is sent).
     local ref = refs[1]
     M.open()
     local mention = ("@%s#L%d-%d "):format(vim.fn.fnamemodify(ref.path, ":."), ref.start_line, ref.end_line)

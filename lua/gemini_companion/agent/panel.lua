@@ -81,17 +81,72 @@ function M.history_entries()
   return vim.deepcopy(history)
 end
 
+--- The panel's keys as `?` lists them: { lhs, mode, description }.
+---@type table<integer, { [1]: string, [2]: string, [3]: string }[]>
+local key_help = {}
+
+--- Show the keys of the panel's buffer `buf` in a floating window (`q`, `<Esc>`
+--- or `?` closes it).
+---@param buf integer
+function M.show_keys(buf)
+  local rows = key_help[buf] or {}
+  local lines = { " Keys of the agent panel", "" }
+  for _, row in ipairs(rows) do
+    lines[#lines + 1] = (" %-16s %-7s %s"):format(row[1], row[2], row[3])
+  end
+  if buf == prompt_buf then
+    vim.list_extend(lines, {
+      "",
+      " In insert mode, @ completes files and open buffers, # the context words",
+      " (#buffer, #selection, #diagnostics): <C-x><C-o>, or your completion plugin's",
+      " omni source. :help gemini-companion-agent-context",
+    })
+  end
+  local width = 0
+  for _, line in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(line) + 1)
+  end
+  width = math.min(width, vim.o.columns - 4)
+  local float = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(float, 0, -1, false, lines)
+  vim.bo[float].modifiable = false
+  vim.bo[float].bufhidden = "wipe"
+  local win = api.nvim_open_win(float, true, {
+    relative = "editor",
+    width = width,
+    height = math.min(#lines, vim.o.lines - 4),
+    row = math.max(math.floor((vim.o.lines - #lines) / 2) - 1, 0),
+    col = math.max(math.floor((vim.o.columns - width) / 2), 0),
+    style = "minimal",
+    border = "rounded",
+    title = " ? ",
+  })
+  vim.wo[win].wrap = true
+  for _, lhs in ipairs({ "q", "<Esc>", "?" }) do
+    vim.keymap.set("n", lhs, function()
+      pcall(api.nvim_win_close, win, true)
+    end, { buffer = float, nowait = true })
+  end
+end
+
 ---@param buf integer
 ---@param prompt boolean
 local function map_keys(buf, prompt)
   local keys = config().keymaps
+  key_help[buf] = {}
   local function map(modes, lhs, rhs, desc)
     if lhs and lhs ~= "" then
       vim.keymap.set(modes, lhs, rhs, { buffer = buf, nowait = true, desc = desc })
+      local help = key_help[buf]
+      help[#help + 1] = { lhs, type(modes) == "table" and table.concat(modes, ",") or modes, desc }
     end
   end
   local agent = function()
     return require("gemini_companion.agent")
+  end
+  if prompt then
+    map("n", keys.send, M.submit, "Send the prompt to the agent")
+    map("i", keys.send_insert, M.submit, "Send the prompt, staying in insert mode")
   end
   map("n", keys.cancel, function()
     agent().cancel()
@@ -106,18 +161,24 @@ local function map_keys(buf, prompt)
     M.close()
   end, "Close the agent panel")
   if prompt then
-    map("n", keys.send, M.submit, "Send the prompt to the agent")
-    map("i", keys.send_insert, function()
-      vim.cmd.stopinsert()
-      vim.schedule(M.submit)
-    end, "Send the prompt to the agent")
-    map({ "n", "i" }, keys.history_prev, function()
-      M.history(-1)
-    end, "Previous prompt")
-    map({ "n", "i" }, keys.history_next, function()
-      M.history(1)
-    end, "Next prompt")
+    ---@param lhs string
+    ---@param step integer
+    local function history_key(lhs, step)
+      return function()
+        if vim.fn.pumvisible() == 1 then
+          -- The completion menu is open: the key moves in it, as it always does.
+          api.nvim_feedkeys(vim.keycode(lhs), "n", false)
+          return
+        end
+        M.history(step)
+      end
+    end
+    map({ "n", "i" }, keys.history_prev, history_key(keys.history_prev or "", -1), "Previous prompt")
+    map({ "n", "i" }, keys.history_next, history_key(keys.history_next or "", 1), "Next prompt")
   end
+  map("n", keys.help, function()
+    M.show_keys(buf)
+  end, "List these keys")
 end
 
 --- The prompt buffer, created on first use.
@@ -133,7 +194,17 @@ function M.prompt_buffer()
   bo.bufhidden = "hide"
   bo.swapfile = false
   bo.filetype = "gemini_agent_prompt"
+  local omni = "v:lua.require'gemini_companion.agent.complete'.omnifunc"
+  bo.omnifunc = omni
+  bo.completefunc = omni
   map_keys(prompt_buf, true)
+  require("gemini_companion.agent.context").track()
+  api.nvim_create_autocmd("InsertEnter", {
+    buffer = prompt_buf,
+    callback = function()
+      require("gemini_companion.agent.complete").prefetch()
+    end,
+  })
   return prompt_buf
 end
 
@@ -188,6 +259,9 @@ local function transcript_window_options(win)
   wo.foldlevel = 0
   wo.foldenable = true
   wo.winfixwidth = true
+  -- A wrapped line (a confirmation's options) goes on under its own indent.
+  wo.breakindent = true
+  wo.breakindentopt = "shift:2"
   wo.statusline = " %{v:lua.require'gemini_companion.agent.state'.header()}"
 end
 
@@ -200,7 +274,25 @@ local function prompt_window_options(win)
   wo.winfixheight = true
   wo.winfixwidth = true
   wo.wrap = true
-  wo.statusline = " prompt: <CR> (normal) / <C-s> (insert) sends"
+  wo.statusline = " %{v:lua.require'gemini_companion.agent.panel'.prompt_status()}"
+end
+
+--- The prompt window's status line: the keys that send, and `?`.
+---@return string
+function M.prompt_status()
+  local keys = config().keymaps
+  local parts = {}
+  if keys.send then
+    parts[#parts + 1] = keys.send
+  end
+  if keys.send_insert then
+    parts[#parts + 1] = keys.send_insert .. " (insert)"
+  end
+  local line = "prompt: " .. table.concat(parts, " / ") .. " sends"
+  if keys.help then
+    line = line .. "  " .. keys.help .. " keys"
+  end
+  return line .. "  @file #buffer"
 end
 
 local resize_group = nil

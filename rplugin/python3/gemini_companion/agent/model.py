@@ -150,20 +150,42 @@ class SlashCommand:
 
 @dataclass(frozen=True)
 class Reference:
-    """A part of a file the user points the agent at (``:'<,'>GeminiAgent``)."""
+    """What the user attaches to a prompt: a file (``@path``), lines of it
+    (``@path#L3-9``, ``:'<,'>GeminiAgent``, ``#selection``) or a buffer's
+    diagnostics (``#diagnostics``). ``text`` is what the editor sends with it (the
+    lines, a buffer's unsaved text, the diagnostics); without it the agent reads
+    the file itself."""
 
     path: str
     start_line: int | None = None  # 1-based, inclusive
     end_line: int | None = None
-    text: str | None = None  # the lines, when the editor has them
+    text: str | None = None
+    kind: str = "file"  # or "diagnostics"
 
     def mention(self) -> str:
         """The CLI's ``@path#L1-2`` spelling, for transports that take plain text."""
+        if self.kind == "diagnostics":
+            return f"@{self.path} (diagnostics)"
         if self.start_line is None:
             return f"@{self.path}"
         if self.end_line is None or self.end_line == self.start_line:
             return f"@{self.path}#L{self.start_line}"
         return f"@{self.path}#L{self.start_line}-{self.end_line}"
+
+    def uri(self) -> str:
+        """The ``file://`` URI of what is attached (lines and diagnostics as a fragment)."""
+        uri = "file://" + self.path
+        if self.kind == "diagnostics":
+            return uri + "#diagnostics"
+        if self.start_line is not None:
+            return f"{uri}#L{self.start_line}-{self.end_line or self.start_line}"
+        return uri
+
+    def label(self) -> str:
+        """How the transcript shows it."""
+        if self.kind == "file" and self.start_line is None and self.text is not None:
+            return f"{self.mention()} (unsaved text)"
+        return self.mention()
 
 
 @dataclass(frozen=True)

@@ -99,12 +99,16 @@ def _references(raw: Any) -> tuple[Reference, ...]:
         if not isinstance(item, Mapping) or not isinstance(item.get("path"), str):
             raise BadRequestError("each reference needs a 'path'")
         start, end = item.get("start_line"), item.get("end_line")
+        kind = item.get("kind") or "file"
+        if kind not in ("file", "diagnostics"):
+            raise BadRequestError(f"unknown reference kind {kind!r}")
         refs.append(
             Reference(
                 str(item["path"]),
                 int(start) if start is not None else None,
                 int(end) if end is not None else None,
                 item.get("text") if isinstance(item.get("text"), str) else None,
+                kind,
             )
         )
     return tuple(refs)
@@ -428,22 +432,25 @@ class AgentSession:
             )
         first = not self.transcript.blocks
         block = self.transcript.new_block("prompt", text=prompt.text)
-        mentions = [ref.mention() for ref in prompt.references]
+        mentions = [ref.label() for ref in prompt.references]
         self.view.block(block.id, render.prompt_lines(prompt.text, mentions, first), "prompt")
         await self._run_turn(self.transport.prompt, prompt)
 
     async def _run_turn(self, fn: Any, *args: Any) -> None:
-        await self.ensure_started()
-        self._set_status("working")
+        # The turn is taken before the agent is ready: a prompt sent while it starts
+        # waits for it (and is answered), a second one meanwhile is told to wait.
         self._turn = asyncio.current_task()
         try:
-            await fn(*args)
-        except asyncio.CancelledError:
-            raise
-        except TransportError as exc:
-            self._set_status("error", str(exc))
-            self._notice(str(exc), "error")
-            return
+            await self.ensure_started()
+            self._set_status("working")
+            try:
+                await fn(*args)
+            except asyncio.CancelledError:
+                raise
+            except TransportError as exc:
+                self._set_status("error", str(exc))
+                self._notice(str(exc), "error")
+                return
         finally:
             self._turn = None
         if self.status == "working":

@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import Notice, Prompt, SessionUpdate, StatusChange
+from ..model import Notice, Prompt, Reference, SessionUpdate, StatusChange
 from ..transport import EventSink, TransportError, plugin_version
 from . import devtool
 from .commands import A2ACommands
@@ -303,15 +303,17 @@ class A2ATransport(A2ACommands):
 
     async def prompt(self, prompt: Prompt) -> None:
         text = prompt.text
-        mentions = [ref.mention() for ref in prompt.references]
-        if mentions:
-            text = " ".join(mentions) + "\n" + text
         if self._notes:
             text = "\n".join(self._notes) + "\n" + text
             self._notes = []
+        # 0.25.2 passes text parts to the model and drops file parts: each reference
+        # is a text part of its own, holding what it attaches.
+        parts: list[Any] = [text]
+        for ref in prompt.references:
+            parts.append(await asyncio.to_thread(_reference_part, ref))
         if self.state in TERMINAL_STATES:
             self.task_id = ""  # a finished task takes no more messages: a new one, same context
-        await self._send([text])
+        await self._send(parts)
 
     async def answer(self, call_id: str, option_id: str | None, new_content: str | None) -> None:
         if call_id in self._refused:
@@ -348,3 +350,24 @@ class A2ATransport(A2ACommands):
             await client.cancel_task(a2a_pb2.CancelTaskRequest(id=self.task_id))
         except Exception as exc:
             log.info("cancel_task: %s", exc)
+
+
+# A file attached with @ is sent whole up to this size; a larger one by its name.
+_MAX_ATTACHED = 256 * 1024
+
+
+def _reference_part(ref: Reference) -> str:
+    """The text part of one reference: what it attaches, under its name."""
+    text = ref.text
+    if text is None and ref.start_line is None:
+        try:
+            with open(ref.path, "rb") as f:
+                data = f.read(_MAX_ATTACHED + 1)
+        except OSError as exc:
+            return f"{ref.mention()} (cannot be read: {exc.strerror})"
+        if len(data) > _MAX_ATTACHED or b"\0" in data[:8192]:
+            return f"{ref.mention()} (too large or binary to attach: read it yourself)"
+        text = data.decode("utf-8", errors="replace")
+    if text is None:
+        return ref.mention()
+    return f"Content from {ref.mention()}:\n{text}"

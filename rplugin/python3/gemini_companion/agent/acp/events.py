@@ -188,29 +188,29 @@ def plan_text(entries: Sequence[schema.PlanEntry]) -> str:
 def prompt_blocks(prompt: Prompt, *, embedded_context: bool) -> list[dict[str, Any]]:
     """The user's prompt as ACP content: the text, then each reference.
 
-    A reference to lines goes as an embedded resource holding those lines (when the
-    agent takes embedded context), a reference to a whole file as a resource link:
-    the agent reads it itself, through ``fs/read_text_file``, so unsaved text too.
+    What the editor sends the text of (lines, a buffer's unsaved text, diagnostics)
+    goes as an embedded resource when the agent takes embedded context (0.61.0 adds
+    it after the prompt as "Content from @uri:"), else as a text block holding it;
+    a whole file as a resource link, which the agent reads itself (0.61.0: its
+    ``read_many_files``, shown as a tool call).
     """
     blocks: list[dict[str, Any]] = [{"type": "text", "text": prompt.text}]
     for ref in prompt.references:
-        uri = "file://" + ref.path
-        if ref.start_line is not None and ref.text is not None and embedded_context:
-            end = ref.end_line or ref.start_line
+        if ref.text is not None and embedded_context:
             blocks.append(
                 {
                     "type": "resource",
-                    "resource": {
-                        "uri": f"{uri}#L{ref.start_line}-{end}",
-                        "text": ref.text,
-                        "mimeType": "text/plain",
-                    },
+                    "resource": {"uri": ref.uri(), "text": ref.text, "mimeType": "text/plain"},
                 }
             )
+        elif ref.text is not None:
+            blocks.append({"type": "text", "text": f"\nContent from {ref.mention()}:\n{ref.text}"})
         elif ref.start_line is not None:
             blocks.append({"type": "text", "text": ref.mention()})
         else:
-            blocks.append({"type": "resource_link", "uri": uri, "name": os.path.basename(ref.path)})
+            blocks.append(
+                {"type": "resource_link", "uri": ref.uri(), "name": os.path.basename(ref.path)}
+            )
     return blocks
 
 
