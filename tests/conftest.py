@@ -5,6 +5,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_setup import a2a_setup
+from fake_gemini import FakeGemini, fake_gemini
 from harness import Nvim, Sandbox, empty_manifest
 from ide_client import ensure_interop_packages
 
@@ -48,3 +50,29 @@ def nvim(nvim_factory: Callable[..., Nvim]) -> Nvim:
 def interop() -> None:
     """The pinned Gemini CLI npm packages (installed on first use)."""
     ensure_interop_packages()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty folder for the test's Neovim to start in."""
+    work = tmp_path / "work"
+    work.mkdir()
+    return work
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGemini]:
+    """The fake Gemini API on loopback (the model is the one fake); tests whose agent
+    is a fake of its own define their own ``fake``."""
+    with fake_gemini() as f:
+        yield f
+
+
+@pytest.fixture
+def agent_nvim(
+    nvim_factory: Callable[..., Nvim], fake: FakeGemini, workspace: Path, tmp_path: Path
+) -> Nvim:
+    """A Neovim in ``workspace`` whose panel starts the real A2A server against ``fake``."""
+    nvim = nvim_factory(cwd=workspace, setup=a2a_setup(fake, tmp_path / "home"))
+    nvim.wait_running()
+    return nvim

@@ -8,86 +8,24 @@ from __future__ import annotations
 import os
 import signal
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fake_gemini import FakeGemini, call_turn, fake_gemini, text_turn
-from harness import ROOT, Nvim, wait_for
-
-SERVER_BIN = ROOT / "tests" / "a2a_server" / "node_modules" / ".bin" / "gemini-cli-a2a-server"
-START = 180  # the server's start: 3-4 s on an idle machine, much more on a busy one
+from agent_setup import (
+    SERVER_BIN,
+    START,
+    a2a_setup,
+    transcript,
+    wait_agent,
+    wait_transcript,
+)
+from fake_gemini import FakeGemini, call_turn, text_turn
+from harness import Nvim, wait_for
 
 pytestmark = pytest.mark.skipif(
     not SERVER_BIN.exists(), reason="scripts/setup installs the A2A server (npm)"
 )
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGemini]:
-    with fake_gemini() as f:
-        yield f
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
-
-
-def a2a_setup(fake: FakeGemini, home: Path, **env: str) -> dict[str, Any]:
-    home.mkdir(exist_ok=True)
-    return {
-        "agent": {
-            "protocol": "a2a",
-            "a2a": {
-                "cmd": [str(SERVER_BIN)],
-                "env": {
-                    "HOME": str(home),
-                    "GEMINI_API_KEY": "test-key",
-                    "GOOGLE_GEMINI_BASE_URL": fake.url,
-                    **env,
-                },
-            },
-        }
-    }
-
-
-@pytest.fixture
-def agent_nvim(
-    nvim_factory: Callable[..., Nvim], fake: FakeGemini, workspace: Path, tmp_path: Path
-) -> Nvim:
-    nvim = nvim_factory(cwd=workspace, setup=a2a_setup(fake, tmp_path / "home"))
-    nvim.wait_running()
-    return nvim
-
-
-def transcript(nvim: Nvim) -> str:
-    return "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
-
-
-def agent_state(nvim: Nvim) -> dict[str, Any]:
-    return dict(nvim.lua("return require('gemini_companion.agent').state()"))
-
-
-def wait_transcript(nvim: Nvim, text: str, timeout: float = 60) -> str:
-    def check() -> str | None:
-        found = transcript(nvim)
-        return found if text in found else None
-
-    return wait_for(check, timeout, f"{text!r} in the transcript")
-
-
-def wait_agent(
-    nvim: Nvim, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = 60
-) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | None:
-        state = agent_state(nvim)
-        return state if check(state) else None
-
-    return wait_for(probe, timeout, what, interval=0.05)
 
 
 def non_loopback_address() -> str | None:

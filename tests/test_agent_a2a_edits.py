@@ -10,17 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from agent_setup import SERVER_BIN, transcript, wait_agent, wait_transcript
 from fake_gemini import FakeGemini, call_turn, text_turn
 from harness import Nvim, wait_for
-from test_agent_a2a import (  # noqa: F401 (fixtures)
-    SERVER_BIN,
-    agent_nvim,
-    fake,
-    transcript,
-    wait_agent,
-    wait_transcript,
-    workspace,
-)
 
 START = 90
 
@@ -30,9 +22,9 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_the_users_changes_reach_the_model_with_the_next_prompt(
-    agent_nvim: Nvim,  # noqa: F811
-    fake: FakeGemini,  # noqa: F811
-    workspace: Path,  # noqa: F811
+    agent_nvim: Nvim,
+    fake: FakeGemini,
+    workspace: Path,
 ) -> None:
     nvim = agent_nvim
     target = workspace / "notes.txt"
@@ -61,9 +53,9 @@ def test_the_users_changes_reach_the_model_with_the_next_prompt(
 
 
 def test_a_rejected_edit_reads_as_words_not_json(
-    agent_nvim: Nvim,  # noqa: F811
-    fake: FakeGemini,  # noqa: F811
-    workspace: Path,  # noqa: F811
+    agent_nvim: Nvim,
+    fake: FakeGemini,
+    workspace: Path,
 ) -> None:
     nvim = agent_nvim
     target = workspace / "keep.txt"

@@ -7,29 +7,17 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fake_gemini import FakeGemini, fake_gemini, text_turn
+from agent_setup import START, a2a_setup, wait_agent, wait_transcript
+from fake_gemini import FakeGemini, text_turn
 from harness import Nvim, process_env, wait_for
-from test_agent_a2a import START, a2a_setup, alive, wait_agent, wait_transcript
+from test_agent_a2a import alive
 from test_agent_a2a import pytestmark as a2a_server_installed
 
 pytestmark = a2a_server_installed
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGemini]:
-    with fake_gemini() as f:
-        yield f
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
 
 
 def parent_of(pid: int) -> int:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from agent_fakes.coder_agent import CoderAgent
+from agent_setup import agent_state, transcript, wait_transcript
 from harness import Nvim, wait_for
-from test_agent_a2a_review import diff_views, fake, nvim, workspace  # noqa: F401 (fixtures)
-from test_agent_rfc_panel import agent_state, transcript, wait_transcript
+from test_agent_a2a_review import diff_views, fake, nvim  # noqa: F401 (fixtures)
 
 
 def tabs_opened(nvim: Nvim) -> int:  # noqa: F811
@@ -28,7 +28,7 @@ def tabs_opened(nvim: Nvim) -> int:  # noqa: F811
 def test_an_edit_of_a_path_opendiff_would_refuse_is_refused_before_anything_shows(
     nvim: Nvim,  # noqa: F811
     fake: tuple[str, CoderAgent],  # noqa: F811
-    workspace: Path,  # noqa: F811
+    workspace: Path,
     tmp_path: Path,
     where: str,
 ) -> None:
@@ -72,7 +72,7 @@ def test_an_edit_of_a_path_opendiff_would_refuse_is_refused_before_anything_show
 def test_the_users_edits_in_a_tab_closed_by_a_refused_call_are_kept_in_a_private_file(
     nvim: Nvim,  # noqa: F811
     fake: tuple[str, CoderAgent],  # noqa: F811
-    workspace: Path,  # noqa: F811
+    workspace: Path,
     tmp_path: Path,
 ) -> None:
     """Issue 21 item 5's follow-up: the agent re-sends the call with another path

@@ -13,21 +13,14 @@ from typing import Any
 
 import pytest
 from agent_fakes.coder_agent import PROPOSAL, CoderAgent, coder_agent
+from agent_setup import agent_state, transcript, wait_agent, wait_transcript
 from harness import Nvim, wait_for
-from test_agent_rfc_panel import agent_state, transcript, wait_agent, wait_transcript
 
 
 @pytest.fixture
 def fake() -> Iterator[tuple[str, CoderAgent]]:
     with coder_agent() as served:
         yield served
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
 
 
 @pytest.fixture

@@ -10,42 +10,19 @@ import os
 import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_gemini import FakeGemini, call_turn, fake_gemini, text_turn
+from agent_setup import START, wait_agent, wait_transcript
+from fake_gemini import FakeGemini, call_turn, text_turn
 from harness import Nvim, process_env, wait_for
-from test_agent_a2a import START, a2a_setup, wait_agent, wait_transcript
 from test_agent_a2a import pytestmark as a2a_server_installed
 from test_hardening import python_for_everyone
 
 pytestmark = a2a_server_installed
 NOBODY = 65534
 TOKEN_VAR = "GEMINI_COMPANION_A2A_TOKEN"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGemini]:
-    with fake_gemini() as f:
-        yield f
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
-
-
-@pytest.fixture
-def agent_nvim(
-    nvim_factory: Callable[..., Nvim], fake: FakeGemini, workspace: Path, tmp_path: Path
-) -> Nvim:
-    nvim = nvim_factory(cwd=workspace, setup=a2a_setup(fake, tmp_path / "home"))
-    nvim.wait_running()
-    return nvim
 
 
 # What the second user runs: one HTTP request to the plugin's A2A server; prints

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from fake_gemini import call_turn, text_turn
-from test_agent_ide_mode import Agent, fake, start_agent  # noqa: F401 (fixtures)
+from test_agent_ide_mode import Agent, start_agent  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.usefixtures("interop")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from agent_fakes.rfc_agent import rfc_agent
+from agent_setup import SERVER_BIN, START, a2a_setup, wait_agent, wait_transcript
 from fake_gemini import fake_gemini, text_turn
 from harness import Nvim, wait_for
-from test_agent_a2a import SERVER_BIN, START, a2a_setup, wait_agent, wait_transcript
 
 
 def checkhealth(nvim: Nvim) -> str:

@@ -15,24 +15,18 @@ with ``ide.enabled`` true and false.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_gemini import FakeGemini, call_turn, fake_gemini, text_turn
+from fake_gemini import FakeGemini, call_turn, text_turn
 from harness import INTEROP, Nvim, wait_for
 
 GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 AGENT_WAIT = 90
 
 pytestmark = pytest.mark.usefixtures("interop")
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGemini]:
-    with fake_gemini() as f:
-        yield f
 
 
 def gemini_home(root: Path, ide: bool) -> Path:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from agent_fakes.rfc_agent import RfcAgent, rfc_agent
+from agent_setup import agent_state, transcript, wait_agent, wait_transcript
 from harness import Nvim, wait_for
 
 
@@ -33,32 +34,6 @@ def nvim(nvim_factory: Callable[..., Nvim], fake: tuple[str, RfcAgent], tmp_path
     started = nvim_factory(cwd=work, setup={"agent": {"protocol": "a2a", "a2a": {"url": fake[0]}}})
     started.wait_running()
     return started
-
-
-def transcript(nvim: Nvim) -> str:
-    return "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
-
-
-def agent_state(nvim: Nvim) -> dict[str, Any]:
-    return dict(nvim.lua("return require('gemini_companion.agent').state()"))
-
-
-def wait_transcript(nvim: Nvim, text: str, timeout: float = 30) -> str:
-    def check() -> str | None:
-        found = transcript(nvim)
-        return found if text in found else None
-
-    return wait_for(check, timeout, f"{text!r} in the transcript")
-
-
-def wait_agent(
-    nvim: Nvim, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = 30
-) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | None:
-        state = agent_state(nvim)
-        return state if check(state) else None
-
-    return wait_for(probe, timeout, what, interval=0.05)
 
 
 def messages(nvim: Nvim) -> str:

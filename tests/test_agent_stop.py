@@ -13,13 +13,14 @@ import asyncio
 import concurrent.futures
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_setup import agent_state
 from editor_double import RecordingEditor
-from fake_gemini import FakeGemini, fake_gemini, text_turn
+from fake_gemini import FakeGemini, text_turn
 from fake_model import gemini_home, text, write_responses
 from gemini_companion.agent.service import TEST_TRANSPORT_VAR
 from gemini_companion.companion import Companion, StartOptions
@@ -60,10 +61,6 @@ def group(pgid: int) -> list[int]:
             if fields is not None and fields[0] != "Z" and int(fields[2]) == pgid:
                 found.append(int(entry.name))
     return found
-
-
-def agent_state(nvim: Nvim) -> dict[str, Any]:
-    return dict(nvim.lua("return require('gemini_companion.agent').state()"))
 
 
 def wait_agent(
@@ -144,12 +141,6 @@ def test_quitting_neovim_stops_the_acp_agent_before_the_host_exits(
 
 
 # -- A2A -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGemini]:
-    with fake_gemini() as f:
-        yield f
 
 
 @pytest.fixture

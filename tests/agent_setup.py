@@ -1,0 +1,60 @@
+"""What the agent panel's tests share: the real A2A server's set-up against the fake
+Gemini API, and reading the panel of a test's Neovim (its transcript, its state, and
+waiting on either). The fixtures built on these are in conftest.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fake_gemini import FakeGemini
+from harness import ROOT, Nvim, wait_for
+
+WAIT = 60  # what a wait allows by default: agents start slowly on a busy machine
+SERVER_BIN = ROOT / "tests" / "a2a_server" / "node_modules" / ".bin" / "gemini-cli-a2a-server"
+START = 180  # the A2A server's start: 3-4 s on an idle machine, much more on a busy one
+
+
+def a2a_setup(fake: FakeGemini, home: Path, **env: str) -> dict[str, Any]:
+    home.mkdir(exist_ok=True)
+    return {
+        "agent": {
+            "protocol": "a2a",
+            "a2a": {
+                "cmd": [str(SERVER_BIN)],
+                "env": {
+                    "HOME": str(home),
+                    "GEMINI_API_KEY": "test-key",
+                    "GOOGLE_GEMINI_BASE_URL": fake.url,
+                    **env,
+                },
+            },
+        }
+    }
+
+
+def transcript(nvim: Nvim) -> str:
+    return "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
+
+
+def agent_state(nvim: Nvim) -> dict[str, Any]:
+    return dict(nvim.lua("return require('gemini_companion.agent').state()"))
+
+
+def wait_transcript(nvim: Nvim, text: str, timeout: float = WAIT) -> str:
+    def check() -> str | None:
+        found = transcript(nvim)
+        return found if text in found else None
+
+    return wait_for(check, timeout, f"{text!r} in the transcript")
+
+
+def wait_agent(
+    nvim: Nvim, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = WAIT
+) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        state = agent_state(nvim)
+        return state if check(state) else None
+
+    return wait_for(probe, timeout, what, interval=0.05)
