@@ -241,7 +241,7 @@ function M.diff_reject(id, option)
   notify("gemini_companion_diff_reject", id, option)
 end
 
---- The answer to the Python side's `tool_run` number `id` (tools.lua): `ok` with
+--- The answer to the Python side's `tool_run` number `id` (tools/init.lua): `ok` with
 --- the result, or false with the message the agent reads.
 ---@param id integer
 ---@param ok boolean

@@ -180,7 +180,7 @@ class Companion:
             run.server.spawn(lambda: run.diff_rejected(diff_id, option))
 
     def tool_result(self, call_id: int, ok: bool, value: Any) -> None:
-        """Neovim answered a tool call (lua/gemini_companion/tools.lua)."""
+        """Neovim answered a tool call (lua/gemini_companion/tools/init.lua)."""
         run = self._run
         if run is not None and run.tools is not None:
             run.server.call_soon(run.tools.resolve, call_id, ok, value)

@@ -42,7 +42,7 @@ class Editor(Protocol):
         """The view's CLI is gone: keep the view, marked, with any edits."""
 
     def run_tool(self, call_id: int, name: str, arguments: Mapping[str, Any]) -> None:
-        """Run a Neovim tool (``lua/gemini_companion/tools.lua``); the answer comes back
+        """Run a Neovim tool (``lua/gemini_companion/tools/init.lua``); the answer comes back
         as ``Companion.tool_result(call_id, ok, value)``."""
 
     # -- answered ----------------------------------------------------------------------

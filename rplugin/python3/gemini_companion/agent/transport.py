@@ -1,7 +1,7 @@
 """The line between the panel and a protocol: :class:`Transport` and its context.
 
-A transport is one class per protocol (``a2a.py``: A2A with the
-``development-tool`` extension; ``acp.py``: the Agent Client Protocol). The
+A transport is one class per protocol (``a2a/transport.py``: A2A with the
+``development-tool`` extension; ``acp/transport.py``: the Agent Client Protocol). The
 session (``session.py``) owns one, and calls it only on the server's asyncio loop
 (the same loop as the MCP server). The contract, in both directions:
 
