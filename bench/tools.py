@@ -25,7 +25,6 @@ Run: .venv/bin/python bench/tools.py [--runs N] [--no-floods]
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -209,7 +208,7 @@ def settle(nvim: Nvim) -> None:
 
 
 def floods(nvim: Nvim, project: Path) -> None:
-    from test_tools import SCRIPTED_SERVER, location, simultaneous_calls
+    from test_tools import scripted_server, simultaneous_calls, unopened_references
 
     print("floods (issue 23; targets: gap and wait < 100 ms, no buffer added, none reset)")
     print(
@@ -218,29 +217,9 @@ def floods(nvim: Nvim, project: Path) -> None:
     )
     nvim.lua(STALL_PROBE)
     nvim.lua(STEP_PROBE)
-    pkg = project / "pkg"
-    pkg.mkdir()
-    locations = []
-    for i in range(2000):
-        path = pkg / f"m{i:04d}.py"
-        path.write_text("".join(f"value_{j} = greet({j})\n" for j in range(10)))
-        locations += [location(path.as_uri(), j, 10, 5) for j in range(10)]
-    answers = project.parent / "answers.json"
-    answers.write_text(json.dumps(locations))
-    script = project.parent / "scripted_server.py"
-    script.write_text(SCRIPTED_SERVER)
+    locations = unopened_references(project / "pkg")
     nvim.api.command(f"edit {project / 'f0.txt'}")
-    nvim.lua(
-        "return vim.lsp.start({ name = 'scripted', cmd = { ... } }, { bufnr = 0 })",
-        sys.executable,
-        str(script),
-        str(answers),
-    )
-    wait_for(
-        lambda: nvim.lua("local c = vim.lsp.get_clients({bufnr=0})[1]; return c and c.initialized"),
-        15,
-        "the scripted server",
-    )
+    scripted_server(nvim, project.parent, locations)
     buffers = nvim.lua("return #vim.api.nvim_list_bufs()")
     with mcp_client(nvim.state()["port"], nvim.token(), "/tools") as conn:
         settle(nvim)

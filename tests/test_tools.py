@@ -585,6 +585,17 @@ def location(uri: str, line: int, character: int, length: int = 3) -> dict[str, 
     }
 
 
+def unopened_references(pkg: Path) -> list[dict[str, Any]]:
+    """2 000 files of 10 lines in ``pkg``, none open, and a location in every line."""
+    pkg.mkdir()
+    locations = []
+    for i in range(2000):
+        path = pkg / f"m{i:04d}.py"
+        path.write_text("".join(f"value_{j} = greet({j})\n" for j in range(10)))
+        locations += [location(path.as_uri(), j, 10, 5) for j in range(10)]
+    return locations
+
+
 def buffer_count(nvim: Nvim) -> int:
     return int(nvim.lua("return #vim.api.nvim_list_bufs()"))
 
@@ -596,12 +607,7 @@ def test_references_in_thousands_of_unopened_files_add_no_buffer_and_come_capped
     buffer for each (2 000 buffers, a 305 ms stall); now none is added, the first
     200 come with their text read from disk, and a note says how many there were."""
     pkg = workspace / "pkg"
-    pkg.mkdir()
-    locations = []
-    for i in range(2000):
-        path = pkg / f"m{i:04d}.py"
-        path.write_text("".join(f"value_{j} = greet({j})\n" for j in range(10)))
-        locations += [location(path.as_uri(), j, 10, 5) for j in range(10)]
+    locations = unopened_references(pkg)
     edit(editor, workspace / "a.py")
     scripted_server(editor, workspace.parent, locations)
     before = buffer_count(editor)
