@@ -21,7 +21,6 @@ import asyncio
 import os
 import socket
 import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +34,7 @@ from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
-from .rfc_agent import card
+from .rfc_agent import card, serving, status_event
 
 PROPOSAL = "the agent's proposal\n"
 # Markers of the garbled answer, replaced in the response's bytes by as many bytes.
@@ -100,23 +99,8 @@ class CoderAgent(AgentExecutor):
         text: str | None = None,
         data: dict[str, Any] | None = None,
     ) -> None:
-        message = pb.Message(
-            message_id=str(uuid.uuid4()),
-            role=pb.Role.ROLE_AGENT,
-            task_id=context.task_id or "",
-            context_id=context.context_id or "",
-        )
-        if text is not None:
-            message.parts.add(text=text)
-        if data is not None:
-            json_format.ParseDict({"data": data}, message.parts.add())
-        event = pb.TaskStatusUpdateEvent(
-            task_id=context.task_id or "",
-            context_id=context.context_id or "",
-            status=pb.TaskStatus(state=state, message=message),  # type: ignore[arg-type]
-        )
-        json_format.ParseDict({"coderAgent": {"kind": kind}, "model": "fake"}, event.metadata)
-        await queue.enqueue_event(event)
+        metadata = {"coderAgent": {"kind": kind}, "model": "fake"}
+        await queue.enqueue_event(status_event(context, state, metadata, text=text, data=data))
 
     async def _turn_end(self, queue: EventQueue, context: RequestContext) -> None:
         await self._status(queue, context, "state-change", pb.TaskState.TASK_STATE_INPUT_REQUIRED)
@@ -203,7 +187,6 @@ def _fifo_at(path: str) -> None:
 @contextmanager
 def coder_agent() -> Iterator[tuple[str, CoderAgent]]:
     """Serve the fake on 127.0.0.1 in a thread; yields its URL and the executor."""
-    import uvicorn
     from starlette.applications import Starlette
 
     sock = socket.socket()
@@ -216,15 +199,8 @@ def coder_agent() -> Iterator[tuple[str, CoderAgent]]:
     app = Starlette(
         routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/")]
     )
-    server = uvicorn.Server(uvicorn.Config(_garble(app), log_level="critical", lifespan="off"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
-    thread.start()
-    try:
-        while not server.started:  # uvicorn offers only this flag
-            threading.Event().wait(0.01)
-        yield url, agent
-    finally:
-        agent.swap.set()
-        server.should_exit = True
-        thread.join(5)
-        sock.close()
+    with serving(_garble(app), sock):
+        try:
+            yield url, agent
+        finally:
+            agent.swap.set()  # a turn waiting for the swap ends before the server stops

@@ -244,23 +244,8 @@ class RfcAgent(AgentExecutor):
         text: str | None = None,
         data: dict[str, Any] | None = None,
     ) -> None:
-        message = pb.Message(
-            message_id=str(uuid.uuid4()),
-            role=pb.Role.ROLE_AGENT,
-            task_id=context.task_id or "",
-            context_id=context.context_id or "",
-        )
-        if text is not None:
-            message.parts.add(text=text)
-        if data is not None:
-            json_format.ParseDict({"data": data}, message.parts.add())
-        event = pb.TaskStatusUpdateEvent(
-            task_id=context.task_id or "",
-            context_id=context.context_id or "",
-            status=pb.TaskStatus(state=state, message=message),  # type: ignore[arg-type]
-        )
-        json_format.ParseDict({EXTENSION_URI: {"kind": kind, "model": "fake"}}, event.metadata)
-        await queue.enqueue_event(event)
+        metadata = {EXTENSION_URI: {"kind": kind, "model": "fake"}}
+        await queue.enqueue_event(status_event(context, state, metadata, text=text, data=data))
 
     async def _text(self, queue: EventQueue, context: RequestContext, text: str) -> None:
         await self._status(
@@ -486,6 +471,53 @@ class RfcAgent(AgentExecutor):
         await self._status(event_queue, context, pb.TaskState.TASK_STATE_CANCELED, "STATE_CHANGE")
 
 
+def status_event(
+    context: RequestContext,
+    state: int,
+    metadata: dict[str, Any],
+    *,
+    text: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> pb.TaskStatusUpdateEvent:
+    """A status update of ``context``'s task in ``state``, its message holding ``text``
+    and ``data`` (each a part when given), with ``metadata``."""
+    message = pb.Message(
+        message_id=str(uuid.uuid4()),
+        role=pb.Role.ROLE_AGENT,
+        task_id=context.task_id or "",
+        context_id=context.context_id or "",
+    )
+    if text is not None:
+        message.parts.add(text=text)
+    if data is not None:
+        json_format.ParseDict({"data": data}, message.parts.add())
+    event = pb.TaskStatusUpdateEvent(
+        task_id=context.task_id or "",
+        context_id=context.context_id or "",
+        status=pb.TaskStatus(state=state, message=message),  # type: ignore[arg-type]
+    )
+    json_format.ParseDict(metadata, event.metadata)
+    return event
+
+
+@contextmanager
+def serving(app: Any, sock: socket.socket) -> Iterator[None]:
+    """Serve the ASGI ``app`` on the bound ``sock`` in a thread for the block's span."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    try:
+        while not server.started:  # uvicorn offers only this flag
+            threading.Event().wait(0.01)
+        yield
+    finally:
+        server.should_exit = True
+        thread.join(5)
+        sock.close()
+
+
 def card(url: str, extension_uri: str) -> pb.AgentCard:
     return pb.AgentCard(
         name="RFC fake agent",
@@ -515,7 +547,6 @@ def rfc_agent(
     """Serve the fake on ``host`` (a loopback address) in a thread; yields its URL and
     the executor. ``rpc_path``: where it answers JSON-RPC; ``card_url``: the URL its
     card names (by default its own, at ``rpc_path``)."""
-    import uvicorn
     from starlette.applications import Starlette
 
     sock = socket.socket()
@@ -529,19 +560,8 @@ def rfc_agent(
     app = Starlette(
         routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, rpc_path)]
     )
-    server = uvicorn.Server(
-        uvicorn.Config(Dropper(app, agent), log_level="critical", lifespan="off")
-    )
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
-    thread.start()
-    try:
-        while not server.started:  # uvicorn offers only this flag
-            threading.Event().wait(0.01)
+    with serving(Dropper(app, agent), sock):
         yield url, agent
-    finally:
-        server.should_exit = True
-        thread.join(5)
-        sock.close()
 
 
 def main() -> None:
