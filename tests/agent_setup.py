@@ -9,11 +9,23 @@ from pathlib import Path
 from typing import Any
 
 from fake_gemini import FakeGemini
-from harness import ROOT, Nvim, wait_for
+from harness import INTEROP, ROOT, Nvim, wait_for
 
 WAIT = 60  # what a wait allows by default: agents start slowly on a busy machine
 SERVER_BIN = ROOT / "tests" / "a2a_server" / "node_modules" / ".bin" / "gemini-cli-a2a-server"
 START = 180  # the A2A server's start: 3-4 s on an idle machine, much more on a busy one
+GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+
+
+def acp_setup(responses: Path, home: Path) -> dict[str, Any]:
+    """``nvim_factory``'s ``setup`` and ``env`` for a panel on the real ``gemini --acp``,
+    offline: the model answers from ``responses`` (fake_model.write_responses), and
+    ``home`` is the CLI's HOME (fake_model.gemini_home)."""
+    cmd = ["node", str(GEMINI_JS), "--acp", "--fake-responses-non-strict", str(responses)]
+    return {
+        "setup": {"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
+        "env": {"HOME": str(home), "GEMINI_API_KEY": "offline-test-key"},
+    }
 
 
 def a2a_setup(fake: FakeGemini, home: Path, **env: str) -> dict[str, Any]:

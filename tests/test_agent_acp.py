@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_setup import GEMINI_JS, acp_setup
 from fake_model import Part, call, gemini_home, text, thought, write_responses
-from harness import INTEROP, Nvim, wait_for
-
-GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+from harness import Nvim, wait_for
 
 # The CLI takes about 2.5 s to answer initialize here, more on a busy machine.
 AGENT_WAIT = 90
@@ -98,13 +97,7 @@ def start_agent(nvim_factory: Callable[..., Nvim], tmp_path: Path) -> Callable[.
         work.mkdir(exist_ok=True)
         fake = write_responses(tmp_path / "fake-responses.jsonl", turns)
         home = gemini_home(tmp_path)
-        cmd = ["node", str(GEMINI_JS), "--acp", "--fake-responses-non-strict", str(fake)]
-        nvim = nvim_factory(
-            cwd=work,
-            setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
-            env={"HOME": str(home), "GEMINI_API_KEY": "offline-test-key"},
-            **kwargs,
-        )
+        nvim = nvim_factory(cwd=work, **acp_setup(fake, home), **kwargs)
         nvim.wait_running()
         return Agent(nvim, tmp_path, fake, work)
 

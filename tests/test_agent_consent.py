@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_setup import acp_setup
 from fake_model import call, gemini_home, text, write_responses
-from harness import INTEROP, Nvim, wait_for
+from harness import Nvim, wait_for
 
 HOSTILE = Path(__file__).parent / "agent_fakes" / "hostile_acp.py"
 WAIT = 30
@@ -688,8 +689,6 @@ def test_the_hosts_memory_comes_back_after_the_agent_reads_a_big_file_many_ways(
 
 # -- the real gemini --acp: the write rule lets its legitimate writes through ----------
 
-GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
-
 
 @pytest.mark.usefixtures("interop")
 @pytest.mark.parametrize("mode", ["autoEdit", "yolo"])
@@ -707,12 +706,7 @@ def test_the_real_agent_writes_without_asking_once_the_user_chose_an_auto_edit_m
             [[text("Written.")]],
         ],
     )
-    cmd = ["node", str(GEMINI_JS), "--acp", "--fake-responses-non-strict", str(fake)]
-    nvim = nvim_factory(
-        cwd=work,
-        setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
-        env={"HOME": str(gemini_home(tmp_path)), "GEMINI_API_KEY": "offline-test-key"},
-    )
+    nvim = nvim_factory(cwd=work, **acp_setup(fake, gemini_home(tmp_path)))
     nvim.wait_running()
     agent = Hostile(nvim, tmp_path, work, tmp_path / "no-log")
     nvim.api.command("GeminiAgent")

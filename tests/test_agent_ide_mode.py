@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_setup import GEMINI_JS
 from fake_gemini import FakeGemini, call_turn, text_turn
-from harness import INTEROP, Nvim, wait_for
+from harness import Nvim, wait_for
 
-GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 AGENT_WAIT = 90
 
 pytestmark = pytest.mark.usefixtures("interop")

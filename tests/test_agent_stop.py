@@ -18,16 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_setup import agent_state
+from agent_setup import acp_setup, agent_state
 from editor_double import RecordingEditor
 from fake_gemini import FakeGemini, text_turn
 from fake_model import gemini_home, text, write_responses
 from gemini_companion.agent.service import TEST_TRANSPORT_VAR
 from gemini_companion.companion import Companion, StartOptions
-from harness import INTEROP, ROOT, Nvim, process_env, wait_for
+from harness import ROOT, Nvim, process_env, wait_for
 from lua_options import start_options
 
-GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 SERVER_BIN = ROOT / "tests" / "a2a_server" / "node_modules" / ".bin" / "gemini-cli-a2a-server"
 START = 180  # an agent's start on a busy machine
 
@@ -106,12 +105,7 @@ def acp_nvim(interop: None, nvim_factory: Callable[..., Nvim], tmp_path: Path) -
     work = tmp_path / "work"
     work.mkdir()
     fake = write_responses(tmp_path / "fake-responses.jsonl", [[[text("Hello from ACP.")]]])
-    cmd = ["node", str(GEMINI_JS), "--acp", "--fake-responses-non-strict", str(fake)]
-    nvim = nvim_factory(
-        cwd=work,
-        setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
-        env={"HOME": str(gemini_home(tmp_path)), "GEMINI_API_KEY": "offline-test-key"},
-    )
+    nvim = nvim_factory(cwd=work, **acp_setup(fake, gemini_home(tmp_path)))
     nvim.wait_running()
     nvim.api.command("GeminiAgent say hello")
     wait_transcript(nvim, "Hello from ACP.")

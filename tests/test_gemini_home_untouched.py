@@ -11,16 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
+from agent_setup import SERVER_BIN, a2a_setup, acp_setup, transcript
 from fake_gemini import fake_gemini, text_turn
 from fake_model import text, write_responses
-from harness import INTEROP, ROOT, Nvim, wait_for
+from harness import INTEROP, Nvim, wait_for
 
 GEMINI = INTEROP / "node_modules" / ".bin" / "gemini"
-GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
-A2A_SERVER = ROOT / "tests" / "a2a_server" / "node_modules" / ".bin" / "gemini-cli-a2a-server"
 WATCHED = ("trustedFolders.json", "settings.json")
 
 # Logged in with a key; nothing about folder trust (so it is on), nothing the CLI
@@ -42,10 +40,6 @@ def _watched(home: Path) -> dict[str, str | None]:
     return {name: path.read_text() if path.exists() else None for name, path in files.items()}
 
 
-def _transcript(nvim: Nvim) -> str:
-    return "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
-
-
 @pytest.mark.usefixtures("interop")
 def test_the_agent_panels_gemini_acp_leaves_trust_and_settings_as_they_were(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
@@ -55,20 +49,15 @@ def test_the_agent_panels_gemini_acp_leaves_trust_and_settings_as_they_were(
     home = _home(tmp_path, with_trust_file=False)
     before = _watched(home)
     fake = write_responses(tmp_path / "fake.jsonl", [[[text("Hello from ACP.")]]])
-    cmd = ["node", str(GEMINI_JS), "--acp", "--fake-responses-non-strict", str(fake)]
-    nvim = nvim_factory(
-        cwd=project,
-        setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
-        env={"HOME": str(home), "GEMINI_API_KEY": "offline-test-key"},
-    )
+    nvim = nvim_factory(cwd=project, **acp_setup(fake, home))
     nvim.wait_running()
     nvim.api.command("GeminiAgent say hello")
-    wait_for(lambda: "Hello from ACP." in _transcript(nvim), 120, "the agent's answer")
+    wait_for(lambda: "Hello from ACP." in transcript(nvim), 120, "the agent's answer")
     nvim.api.command("GeminiAgentStop")
     assert _watched(home) == before
 
 
-@pytest.mark.skipif(not A2A_SERVER.exists(), reason="scripts/setup installs the A2A server")
+@pytest.mark.skipif(not SERVER_BIN.exists(), reason="scripts/setup installs the A2A server")
 def test_the_agent_panels_a2a_server_leaves_trust_and_settings_as_they_were(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:
@@ -78,23 +67,10 @@ def test_the_agent_panels_a2a_server_leaves_trust_and_settings_as_they_were(
     before = _watched(home)
     with fake_gemini() as fake:
         fake.add(text_turn("Hello from A2A."))
-        setup: dict[str, Any] = {
-            "agent": {
-                "protocol": "a2a",
-                "a2a": {
-                    "cmd": [str(A2A_SERVER)],
-                    "env": {
-                        "HOME": str(home),
-                        "GEMINI_API_KEY": "test-key",
-                        "GOOGLE_GEMINI_BASE_URL": fake.url,
-                    },
-                },
-            }
-        }
-        nvim = nvim_factory(cwd=project, setup=setup)
+        nvim = nvim_factory(cwd=project, setup=a2a_setup(fake, home))
         nvim.wait_running()
         nvim.api.command("GeminiAgent say hello")
-        wait_for(lambda: "Hello from A2A." in _transcript(nvim), 180, "the agent's answer")
+        wait_for(lambda: "Hello from A2A." in transcript(nvim), 180, "the agent's answer")
         nvim.api.command("GeminiAgentStop")
     assert _watched(home) == before
 
