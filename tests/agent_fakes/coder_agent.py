@@ -121,7 +121,10 @@ class CoderAgent(AgentExecutor):
             if part.HasField("data"):
                 await self._answered(context, event_queue, json_format.MessageToDict(part)["data"])
                 return
-        words = " ".join(p.text for p in message.parts if p.text).split()
+        # The user's words are the last line of the prompt's text: the plugin's notes to
+        # the agent ("... your proposed edit of <path> ...") come before them.
+        prompt = next((p.text for p in message.parts if p.text), "")
+        words = (prompt.splitlines() or [""])[-1].split()
         verb = next((w for w in words if w in ("edit", "swap", "fifo")), "")
         if "garble" in words:
             text = f"before {GARBLE_SURROGATE.decode()} middle {GARBLE_BYTES.decode()} after"
