@@ -1,0 +1,105 @@
+--- Sending to the agent: a prompt (with the context its text names) or a slash
+--- command, and the completion of :GeminiAgent's slash commands.
+local M = {}
+
+--- Send a prompt to the agent (opening the panel without entering it). Text that
+--- starts with "/" runs a slash command.
+---@param text string
+---@param opts? { references?: gemini_companion.AgentReference[] }
+---@return boolean sent false when the agent is busy (the text is not lost: it stays where it was)
+function M.send(text, opts)
+  if type(text) ~= "string" or vim.trim(text) == "" then
+    require("gemini_companion.agent.connection").notify("nothing to send", vim.log.levels.WARN)
+    return false
+  end
+  local panel = require("gemini_companion.agent.panel")
+  if not panel.visible() then
+    panel.open({ enter = false })
+  end
+  return M.submit(text, opts)
+end
+
+--- Send without touching the windows (the prompt buffer's keys call this). The
+--- `@path` and `#buffer`/`#selection`/`#diagnostics` the text names go with it
+--- (agent/context.lua). While the agent starts, the prompt waits for it.
+---@param text string
+---@param opts? { references?: gemini_companion.AgentReference[] }
+---@return boolean sent
+function M.submit(text, opts)
+  local state = require("gemini_companion.agent.state")
+  local request = require("gemini_companion.agent.connection").request
+  local s = state.current.state
+  if s == "working" or s == "waiting" then
+    -- One line, never a "Press ENTER": this comes from the prompt's keys too.
+    require("gemini_companion.agent.messages").post(
+      "the agent is busy: wait, answer, or :GeminiAgentCancel (text kept)",
+      vim.log.levels.WARN
+    )
+    return false
+  end
+  local command = text:match("^/(.*)$")
+  if command then
+    local name, args = M.split_command(vim.trim(command))
+    request("command", { name = name, args = args })
+    return true
+  end
+  local refs, err = require("gemini_companion.agent.context").references(text)
+  if not refs then
+    require("gemini_companion.agent.messages").post(err or "cannot attach the context", vim.log.levels.ERROR)
+    return false
+  end
+  for _, ref in ipairs(opts and opts.references or {}) do
+    table.insert(refs, 1, ref)
+  end
+  request("prompt", { text = text, references = #refs > 0 and refs or nil })
+  return true
+end
+
+--- Split "/memory add some text" into the longest known command name and its
+--- arguments ("memory add", "some text").
+---@param text string without the "/"
+---@return string name, string args
+function M.split_command(text)
+  local words = vim.split(text, "%s+", { trimempty = true })
+  local known = {}
+  for _, name in ipairs(require("gemini_companion.agent.state").current.commands or {}) do
+    known[name] = true
+  end
+  for n = #words, 1, -1 do
+    local name = table.concat(words, " ", 1, n)
+    if known[name] then
+      return name, table.concat(words, " ", n + 1)
+    end
+  end
+  return words[1] or "", table.concat(words, " ", 2)
+end
+
+--- Completion of :GeminiAgent: slash commands and their sub-commands after "/".
+---@param _ string
+---@param cmdline string
+---@return string[]
+function M.complete(_, cmdline)
+  local typed = cmdline:match("^%S*GeminiAgent!?%s+(.*)$") or cmdline:match("^.-GeminiAgent!?%s+(.*)$")
+  if not typed or typed:sub(1, 1) ~= "/" then
+    return {}
+  end
+  typed = typed:sub(2)
+  local words = vim.split(typed, " ", { plain = true })
+  local done = table.concat(words, " ", 1, #words - 1)
+  local lead = words[#words]
+  local out, seen = {}, {}
+  for _, name in ipairs(require("gemini_companion.agent.state").current.commands or {}) do
+    local parts = vim.split(name, " ", { plain = true })
+    if #parts == #words and table.concat(parts, " ", 1, #parts - 1) == done then
+      local word = parts[#parts]
+      if vim.startswith(word, lead) and not seen[word] then
+        seen[word] = true
+        out[#out + 1] = #words == 1 and ("/" .. word) or word
+      end
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+return M
