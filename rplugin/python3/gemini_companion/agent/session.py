@@ -52,6 +52,9 @@ from .view import PanelView
 
 log = logging.getLogger(__name__)
 
+_MESSAGE_FITS = 50
+"""Characters of a refusal that fit in the message area beside its prefix."""
+
 
 class EditReview(Protocol):
     """The diff tab, as the agent uses it (implemented over diff.py's views)."""
@@ -371,8 +374,10 @@ class AgentSession:
         try:
             await handler(args)
         except BadRequestError as exc:
-            # In the transcript in full too: the message area shows one line.
-            self._notice(str(exc), "warning")
+            # The message area shows one line of an 80-column screen: a refusal too
+            # long for it is in the transcript in full too; a short one stays out.
+            if len(str(exc)) > _MESSAGE_FITS:
+                self._notice(str(exc), "warning")
             self.view.notify(f"Gemini agent: {exc}", "warning")
         except _ShownStartFailureError:
             pass  # the request that made the start shows why it failed
