@@ -59,7 +59,10 @@ def wait_transcript(nvim: Nvim, text: str, timeout: float = WAIT) -> str:
         found = transcript(nvim)
         return found if text in found else None
 
-    return wait_for(check, timeout, f"{text!r} in the transcript")
+    try:
+        return wait_for(check, timeout, f"{text!r} in the transcript")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- transcript ---\n{transcript(nvim)}") from None
 
 
 def wait_agent(
@@ -69,4 +72,9 @@ def wait_agent(
         state = agent_state(nvim)
         return state if check(state) else None
 
-    return wait_for(probe, timeout, what, interval=0.05)
+    try:
+        return wait_for(probe, timeout, what, interval=0.05)
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}\n--- state ---\n{agent_state(nvim)}\n--- transcript ---\n{transcript(nvim)}"
+        ) from None

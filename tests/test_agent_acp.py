@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_setup import GEMINI_JS, acp_setup
+from agent_setup import (
+    GEMINI_JS,
+    acp_setup,
+    agent_state,
+    transcript,
+    wait_agent,
+    wait_transcript,
+)
 from fake_model import Part, call, gemini_home, text, thought, write_responses
 from harness import Nvim, wait_for
 
@@ -37,34 +44,18 @@ class Agent:
         self.work = work
 
     def transcript(self) -> str:
-        return "\n".join(self.nvim.lua("return require('gemini_companion.agent').transcript()"))
+        return transcript(self.nvim)
 
     def state(self) -> dict[str, Any]:
-        return dict(self.nvim.lua("return require('gemini_companion.agent').state()"))
+        return agent_state(self.nvim)
 
     def wait_transcript(self, needle: str, timeout: float = AGENT_WAIT) -> str:
-        def check() -> str | None:
-            found = self.transcript()
-            return found if needle in found else None
-
-        try:
-            return wait_for(check, timeout, f"{needle!r} in the transcript")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\n--- transcript ---\n{self.transcript()}") from None
+        return wait_transcript(self.nvim, needle, timeout)
 
     def wait_state(
         self, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = AGENT_WAIT
     ) -> dict[str, Any]:
-        def probe() -> dict[str, Any] | None:
-            state = self.state()
-            return state if check(state) else None
-
-        try:
-            return wait_for(probe, timeout, what)
-        except AssertionError as exc:
-            raise AssertionError(
-                f"{exc}\n--- state ---\n{self.state()}\n--- transcript ---\n{self.transcript()}"
-            ) from None
+        return wait_agent(self.nvim, what, check, timeout)
 
     def wait_pending(self, kind: str) -> dict[str, Any]:
         state = self.wait_state(f"a pending {kind} confirmation", lambda s: bool(s["pending"]))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_setup import acp_setup
+from agent_setup import acp_setup, agent_state, transcript, wait_agent, wait_transcript
 from fake_model import call, gemini_home, text, write_responses
 from harness import Nvim, wait_for
 
@@ -173,37 +173,21 @@ class Hostile:
     # -- what the user sees -----------------------------------------------------------
 
     def transcript(self) -> str:
-        return "\n".join(self.nvim.lua("return require('gemini_companion.agent').transcript()"))
+        return transcript(self.nvim)
 
     def state(self) -> dict[str, Any]:
-        return dict(self.nvim.lua("return require('gemini_companion.agent').state()"))
+        return agent_state(self.nvim)
 
     def views(self) -> list[dict[str, Any]]:
         return list(self.nvim.lua("return require('gemini_companion.diff').views()"))
 
     def wait_transcript(self, needle: str, timeout: float = WAIT) -> str:
-        def check() -> str | None:
-            found = self.transcript()
-            return found if needle in found else None
-
-        try:
-            return wait_for(check, timeout, f"{needle!r} in the transcript")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}\n--- transcript ---\n{self.transcript()}") from None
+        return wait_transcript(self.nvim, needle, timeout)
 
     def wait_state(
         self, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = WAIT
     ) -> dict[str, Any]:
-        def probe() -> dict[str, Any] | None:
-            state = self.state()
-            return state if check(state) else None
-
-        try:
-            return wait_for(probe, timeout, what)
-        except AssertionError as exc:
-            raise AssertionError(
-                f"{exc}\n--- state ---\n{self.state()}\n--- transcript ---\n{self.transcript()}"
-            ) from None
+        return wait_agent(self.nvim, what, check, timeout)
 
     def wait_pending(self, count: int = 1) -> list[dict[str, Any]]:
         state = self.wait_state(f"{count} pending", lambda s: len(s["pending"]) >= count)
