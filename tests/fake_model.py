@@ -50,13 +50,16 @@ def write_responses(path: Path, turns: Sequence[Sequence[Sequence[Part]]]) -> Pa
     return path
 
 
-def gemini_home(root: Path) -> Path:
-    """A private HOME for the CLI: API-key auth, no folder-trust prompt, no updates."""
+def gemini_home(root: Path, ide: bool | None = None) -> Path:
+    """A private HOME for the CLI: API-key auth, no folder-trust prompt, no updates;
+    with ``ide``, IDE mode on or off (its nudge seen)."""
     home = root / "home"
     (home / ".gemini").mkdir(parents=True, exist_ok=True)
-    settings = {
+    settings: dict[str, Any] = {
         "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
         "general": {"disableAutoUpdate": True},
     }
+    if ide is not None:
+        settings["ide"] = {"enabled": ide, "hasSeenNudge": True}
     (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
     return home

@@ -22,23 +22,12 @@ from typing import Any
 import pytest
 from agent_setup import GEMINI_JS
 from fake_gemini import FakeGemini, call_turn, text_turn
+from fake_model import gemini_home
 from harness import Nvim, wait_for
 
 AGENT_WAIT = 90
 
 pytestmark = pytest.mark.usefixtures("interop")
-
-
-def gemini_home(root: Path, ide: bool) -> Path:
-    home = root / "home"
-    (home / ".gemini").mkdir(parents=True, exist_ok=True)
-    settings = {
-        "ide": {"enabled": ide, "hasSeenNudge": True},
-        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
-        "general": {"disableAutoUpdate": True},
-    }
-    (home / ".gemini" / "settings.json").write_text(json.dumps(settings))
-    return home
 
 
 class Agent:
