@@ -15,10 +15,9 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
-from agent_setup import acp_setup, agent_state
+from agent_setup import SERVER_BIN, START, acp_setup, wait_agent, wait_transcript
 from editor_double import RecordingEditor
 from fake_gemini import FakeGemini, text_turn
 from fake_model import gemini_home, text, write_responses
@@ -26,9 +25,6 @@ from gemini_companion.agent.service import TEST_TRANSPORT_VAR
 from gemini_companion.companion import Companion, StartOptions
 from harness import ROOT, Nvim, process_env, wait_for
 from lua_options import start_options
-
-SERVER_BIN = ROOT / "tests" / "a2a_server" / "node_modules" / ".bin" / "gemini-cli-a2a-server"
-START = 180  # an agent's start on a busy machine
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -62,23 +58,6 @@ def group(pgid: int) -> list[int]:
     return found
 
 
-def wait_agent(
-    nvim: Nvim, what: str, check: Callable[[dict[str, Any]], bool], timeout: float = START
-) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | None:
-        state = agent_state(nvim)
-        return state if check(state) else None
-
-    return wait_for(probe, timeout, what)
-
-
-def wait_transcript(nvim: Nvim, text: str) -> None:
-    def check() -> bool:
-        return text in "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
-
-    wait_for(check, START, f"{text!r} in the transcript")
-
-
 # -- ACP -------------------------------------------------------------------------------
 
 
@@ -108,8 +87,8 @@ def acp_nvim(interop: None, nvim_factory: Callable[..., Nvim], tmp_path: Path) -
     nvim = nvim_factory(cwd=work, **acp_setup(fake, gemini_home(tmp_path)))
     nvim.wait_running()
     nvim.api.command("GeminiAgent say hello")
-    wait_transcript(nvim, "Hello from ACP.")
-    wait_agent(nvim, "the turn to end", lambda s: s["state"] == "idle")
+    wait_transcript(nvim, "Hello from ACP.", START)
+    wait_agent(nvim, "the turn to end", lambda s: s["state"] == "idle", START)
     return nvim, acp_pid(tmp_path)
 
 
@@ -120,7 +99,7 @@ def test_companion_stop_stops_the_acp_agent_and_everything_it_started(
     assert pid in group(pid)
     nvim.api.command("GeminiCompanionStop")
     # The panel says "stopped" once the agent's stop has run to its end.
-    wait_agent(nvim, "the agent stopped", lambda s: s["state"] == "stopped")
+    wait_agent(nvim, "the agent stopped", lambda s: s["state"] == "stopped", START)
     assert group(pid) == []
 
 
@@ -155,8 +134,9 @@ def a2a_nvim(
     nvim.wait_running()
     fake.add(text_turn("Hello from A2A."))
     nvim.api.command("GeminiAgent say hello")
-    wait_transcript(nvim, "Hello from A2A.")
-    pid = int(wait_agent(nvim, "idle", lambda s: s["state"] == "idle" and s.get("pid"))["pid"])
+    wait_transcript(nvim, "Hello from A2A.", START)
+    idle = wait_agent(nvim, "idle", lambda s: s["state"] == "idle" and bool(s.get("pid")), START)
+    pid = int(idle["pid"])
     private = Path(process_env(pid)["GEMINI_CLI_HOME"])
     assert private.is_dir() and private != home
     return nvim, pid, private
@@ -168,7 +148,7 @@ def test_companion_stop_stops_the_a2a_server_and_removes_its_private_home(
     nvim, pid, private = a2a_nvim
     assert pid in group(pid)
     nvim.api.command("GeminiCompanionStop")
-    wait_agent(nvim, "the agent stopped", lambda s: s["state"] == "stopped")
+    wait_agent(nvim, "the agent stopped", lambda s: s["state"] == "stopped", START)
     assert group(pid) == []
     assert not os.path.lexists(private)
 
