@@ -260,8 +260,10 @@ class EditorFiles:
         next write of ``proposal`` there writes ``accepted`` instead."""
         self._expected[path] = (proposal, accepted)
 
-    def forget_expected(self, path: str) -> None:
-        self._expected.pop(path, None)
+    def forget_expected(self) -> None:
+        """The turn ended: a user's version the agent did not write in it is not kept
+        for a later write of the same proposal."""
+        self._expected.clear()
 
     async def write(self, path: str, content: str) -> None:
         _check_path(path)

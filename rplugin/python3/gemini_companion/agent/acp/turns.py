@@ -25,10 +25,16 @@ class AcpTurns(AcpClientRequests):
         await self._wait_settled()
 
     async def _prompt_request(self, params: Mapping[str, Any]) -> None:
-        raw = await self._request("session/prompt", params)
+        try:
+            raw = await self._request("session/prompt", params)
+        finally:
+            # What the user allowed in this turn ends with it, however it ends: its
+            # grants, and any accepted version of an edit the agent did not write.
+            self._grants.end_turn()
+            if self._files is not None:
+                self._files.forget_expected()
         reason = str((raw or {}).get("stopReason") or "end_turn")
         self._finish_open_calls("cancelled" if reason == "cancelled" else None)
-        self._grants.end_turn()
         notes = {
             "max_tokens": "The answer was cut: the model reached its token limit.",
             "max_turn_requests": "The agent stopped: it reached its limit of turns.",
