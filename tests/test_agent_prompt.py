@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import agent_setup
 import pytest
+from agent_setup import transcript
 from fake_gemini import FakeGemini, fake_gemini, text_turn
 from fake_model import gemini_home
 from harness import INTEROP, Nvim, wait_for
@@ -71,19 +73,8 @@ def acp_nvim(
     return nvim
 
 
-def transcript(nvim: Nvim) -> str:
-    return "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
-
-
 def wait_transcript(nvim: Nvim, needle: str, timeout: float = AGENT_WAIT) -> str:
-    def check() -> str | None:
-        found = transcript(nvim)
-        return found if needle in found else None
-
-    try:
-        return wait_for(check, timeout, f"{needle!r} in the transcript")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n--- transcript ---\n{transcript(nvim)}") from None
+    return agent_setup.wait_transcript(nvim, needle, timeout)
 
 
 def agent_state(nvim: Nvim) -> str:
