@@ -141,7 +141,8 @@ def test_write_file_is_reviewed_in_the_diff_tab_and_the_users_edit_ends_on_disk(
         30,
         "the user's version on disk",
     )
-    assert "Wrote your edited version" in transcript(nvim)
+    # Told once the write is done (the notice follows the file on disk).
+    wait_transcript(nvim, "Wrote your edited version")
 
 
 def test_a_rejected_shell_command_does_not_run(

@@ -95,6 +95,8 @@ def test_the_users_version_goes_to_the_reviewed_path_never_blocking_on_a_fifo(
     wait_transcript(nvim, "Written.")
     wait_for(lambda: target.read_text() == "the user's version\n", 30, "the user's version on disk")
     assert agent.answers == [{"callId": "edit-1", "outcome": "proceed_once"}]
+    # The turn is over before the next prompt (one sent while busy is refused).
+    wait_agent(nvim, "the first turn's end", lambda s: s["state"] == "idle")
 
     # The agent puts a FIFO where the reviewed file was before it reports success:
     # the plugin's own write is refused at once and the companion keeps answering.
