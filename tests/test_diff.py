@@ -140,7 +140,9 @@ def test_open_diff_returns_empty_content_and_opens_a_diff_tab(
     assert nvim.lua("return vim.bo[...].filetype", view["original"]) == "python"
     assert nvim.lua("return vim.bo[...].modified", buf) is False
     assert nvim.lua("return vim.bo[...].modifiable", buf) is True
-    assert nvim.lua("return vim.api.nvim_buf_get_name(...)", buf) == f"gemini://diff{target}"
+    # Named after the file, relative to the working directory, and what it holds.
+    assert nvim.lua("return vim.fn.bufname(...)", buf) == "hello.py (proposal)"
+    assert nvim.lua("return vim.api.nvim_buf_get_name(...)", buf) == f"{target} (proposal)"
     assert proposal_text(nvim, view) == ["def hello():", "    return 2"]
     assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", view["original"]) == [
         "def hello():",
@@ -232,7 +234,9 @@ def test_accept_command_sends_the_proposal_closes_the_tab_and_never_writes_the_f
     no_views(nvim, "the diff tab to close")
     assert nvim.lua("return #vim.api.nvim_list_tabpages()") == 1
     assert target.read_bytes() == before
-    assert nvim.lua("return vim.fn.bufnr('gemini://diff' .. ...)", str(target)) == -1
+    assert f"{target} (proposal)" not in nvim.lua(
+        "return vim.tbl_map(vim.api.nvim_buf_get_name, vim.api.nvim_list_bufs())"
+    )
     closed = wait_for(
         lambda: [e for e in events(nvim) if e[0] == "GeminiDiffClosed"], 5, "GeminiDiffClosed"
     )
@@ -737,6 +741,90 @@ def test_two_sessions_have_diffs_open_at_once_and_each_gets_its_own_answer(
         nothing_sent_since(nvim, second, "one answer to the second CLI")
 
 
+SCREEN_ROW = """
+local row = ...
+local cells = {}
+for col = 1, vim.o.columns do
+  cells[#cells + 1] = vim.fn.screenstring(row, col)
+end
+return table.concat(cells)
+"""
+
+
+def test_diff_tab_labels_read_the_file_and_proposal_at_80_columns(nvim: Nvim) -> None:
+    """Two proposals for files of the same name in different folders, next to the
+    user's own tab: the default tabline (what `:redraw` draws on an 80x24 screen)
+    names each by its file and says it is the proposal."""
+    root = nvim.sandbox.root
+    for folder in ("src", "lib"):
+        (root / folder).mkdir()
+        (root / folder / "calc.py").write_text("x = 1\n")
+    nvim.lua("vim.cmd.edit({ args = { 'notes.md' } })")
+    with client_of(nvim) as first, client_of(nvim) as second:
+        ok(open_diff(first, root / "src" / "calc.py", "x = 2\n"))
+        ok(open_diff(second, root / "lib" / "calc.py", "x = 3\n"))
+        wait_views(nvim, 2)
+        assert nvim.api.eval("[&columns, tabpagenr('$'), &showtabline]") == [80, 3, 1]
+        nvim.api.command("redraw!")
+        tabline = nvim.lua(SCREEN_ROW, 1)
+        assert tabline.startswith(" notes.md  2 s/calc.py (proposal)  2 l/calc.py (proposal) "), (
+            tabline
+        )
+        assert "//" not in tabline
+        # Each proposal still accepts with :w (the name is no file's).
+        nvim.api.command("write")
+        assert second.next_notification("ide/diffAccepted") == {
+            "filePath": str(root / "lib" / "calc.py"),
+            "content": "x = 3\n",
+        }
+        wait_views(nvim, 1)
+        nvim.api.command("GeminiReject")
+        assert first.next_notification("ide/diffRejected") == {
+            "filePath": str(root / "src" / "calc.py")
+        }
+    assert (root / "src" / "calc.py").read_text() == "x = 1\n"
+    assert not (root / "src" / "calc.py (proposal)").exists()
+    assert not (root / "lib" / "calc.py (proposal)").exists()
+
+
+def test_edit_bang_in_the_proposal_brings_the_proposal_back(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    """`:e!` discards the user's edits, as in any buffer: the proposal as it came
+    comes back (the buffer's name is no file to read), and accepting it sends it."""
+    proposal = "def hello():\n    return 2"  # no final newline
+    ok(open_diff(conn, target, proposal))
+    [view] = views(nvim)
+    nvim.api.command("normal! Goextra")
+    nvim.api.command("edit!")
+    assert proposal_text(nvim, view) == ["def hello():", "    return 2"]
+    assert nvim.lua("return {vim.bo.modified, vim.bo.eol}") == [False, False]
+    assert [v["id"] for v in views(nvim)] == [view["id"]]
+    nvim.api.command("write")
+    assert conn.next_notification("ide/diffAccepted") == {
+        "filePath": str(target),
+        "content": proposal,
+    }
+
+
+def test_a_file_really_named_like_a_proposal_keeps_its_buffer(
+    nvim: Nvim, conn: SyncMcpConnection, target: Path
+) -> None:
+    user = nvim.sandbox.root / "hello.py (proposal)"
+    user.write_text("mine\n")
+    nvim.lua("vim.cmd.edit({ args = { ... }, magic = { file = false } })", str(user))
+    nvim.api.command("normal! Ounsaved")
+    user_buf = nvim.lua("return vim.api.nvim_get_current_buf()")
+    ok(open_diff(conn, target, "def hello():\n    return 2\n"))
+    [view] = views(nvim)
+    assert nvim.lua("return vim.fn.bufname(...)", view["proposal"]) == "hello.py (proposal 2)"
+    nvim.api.command("write")
+    assert conn.next_notification("ide/diffAccepted")["content"] == "def hello():\n    return 2\n"
+    no_views(nvim, "the diff tab to close")
+    assert nvim.api.buffers[user_buf][:] == ["unsaved", "mine"]  # type: ignore[index]
+    assert user.read_text() == "mine\n"
+
+
 def test_a_second_open_diff_from_the_same_session_replaces_the_first_silently(
     nvim: Nvim, conn: SyncMcpConnection, target: Path
 ) -> None:
@@ -1139,10 +1227,10 @@ def test_a_file_name_with_a_newline_runs_nothing_in_the_diff_view(
         if not loaded:
             assert nvim.lua("return vim.bo[...].fileformat", view["original"]) == "dos"
             assert nvim.lua("return vim.api.nvim_buf_get_name(...)", view["original"]) == (
-                "gemini://current" + str(path)
+                f"{path} (on disk)"
             )
         assert nvim.lua("return vim.api.nvim_buf_get_name(...)", view["proposal"]) == (
-            "gemini://diff" + str(path)
+            f"{path} (proposal)"
         )
         nvim.lua("require('gemini_companion.diff')._close(...)", 100 + n, "closed")
     assert not marker.exists()

@@ -7,6 +7,13 @@
 --- plugin); otherwise a read-only copy of the file on disk; for a new file, an empty
 --- buffer. The proposal is a scratch buffer (buftype=acwrite): `:w` accepts it.
 --- Buffers are named and filled through the API only (diff/text.lua says why).
+---
+--- Their names are the file's path, relative to the working directory when under
+--- it, and what the buffer holds: `src/calc.py (proposal)`, `src/calc.py (on disk)`.
+--- Tab labels read them: the default tabline shortens folders to their first letter
+--- (`2 s/calc.py (proposal)`), where a URL-like name was mangled to `g//d/t/.../calc.py`.
+--- The buftype (acwrite, nofile) keeps them apart from files: no LSP client, file
+--- context or completion takes them for the file.
 local M = {}
 
 local api = vim.api
@@ -26,6 +33,7 @@ local api = vim.api
 ---@field new_file boolean
 ---@field state "open"|"accepting"|"orphaned"|"closed"
 ---@field kept? { tick: integer, eol: boolean, fileformat: string } the Python side keeps the proposal as the client sent it: the buffer as shown, for an unchanged accept
+---@field proposed { body: string, eol: boolean, fileformat: string } the proposal as it came (`:e!` brings it back)
 
 ---@class gemini_companion.DiffSpec
 ---@field id integer
@@ -140,8 +148,31 @@ local function buffer_named(name)
   return nil
 end
 
+--- A free name for a view's buffer holding `what` of `path`: "<path> (<what>)", the
+--- path relative to the working directory when under it. A buffer of an earlier
+--- view left with that name is deleted; one of the user's (a file really named so)
+--- is never touched: the name gets a number instead.
+---@param path string
+---@param what string "proposal", "on disk" or "new file"
+---@return string
+local function view_name(path, what)
+  local base = vim.fn.fnamemodify(path, ":.")
+  for n = 1, 100 do
+    local name = ("%s (%s%s)"):format(base, what, n > 1 and (" " .. n) or "")
+    local holder = buffer_named(vim.fn.fnamemodify(name, ":p"))
+    if holder and vim.b[holder].gemini_diff_view then
+      pcall(api.nvim_buf_delete, holder, { force = true })
+      holder = buffer_named(vim.fn.fnamemodify(name, ":p"))
+    end
+    if not holder then
+      return name
+    end
+  end
+  return ("%s (%s %d)"):format(base, what, vim.uv.hrtime())
+end
+
 --- A read-only copy of the file on disk (empty for a new file), named
---- gemini://current<path>.
+--- "<path> (on disk)" ("<path> (new file)").
 ---@param path string
 ---@param filetype string?
 ---@param created gemini_companion.diff.Created each buffer is added at once, so a failure below removes it
@@ -149,8 +180,8 @@ end
 ---@return boolean new_file
 local function disk_copy(path, filetype, created)
   local text = require("gemini_companion.diff.text")
-  local name = "gemini://current" .. path
   local stat = vim.uv.fs_stat(path)
+  local name = view_name(path, stat and "on disk" or "new file")
   if stat and stat.type ~= "file" then
     -- diff.py refused it already; checked again right before the read, which would
     -- block the main loop for ever on a FIFO or a pipe.
@@ -166,6 +197,7 @@ local function disk_copy(path, filetype, created)
     end
     pcall(api.nvim_buf_set_name, buf, name)
   end
+  vim.b[buf].gemini_diff_view = true
   vim.bo[buf].bufhidden = "wipe"
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
@@ -175,13 +207,27 @@ local function disk_copy(path, filetype, created)
   return buf, stat == nil
 end
 
---- The proposal's scratch buffer, named gemini://diff<path>, and what an unchanged
+--- Put the proposal as it came into its buffer, as the start of its undo history.
+---@param buf integer
+---@param proposed { body: string, eol: boolean, fileformat: string }
+local function fill_proposal(buf, proposed)
+  local bo = vim.bo[buf]
+  bo.undolevels = -1 -- the proposal is the start of the undo history, not a change
+  bo.fixeol = false
+  bo.fileformat = proposed.fileformat
+  bo.eol = proposed.eol
+  api.nvim_buf_set_lines(buf, 0, -1, false, require("gemini_companion.diff.text").split_lines(proposed.body))
+  bo.undolevels = -123456 -- back to the global value
+end
+
+--- The proposal's scratch buffer, named "<path> (proposal)", and what an unchanged
 --- accept compares against.
 ---@param spec gemini_companion.DiffSpec
 ---@param filetype string?
 ---@param created gemini_companion.diff.Created
 ---@return integer buf
 ---@return { tick: integer, eol: boolean, fileformat: string }? kept
+---@return { body: string, eol: boolean, fileformat: string } proposed
 local function proposal_buffer(spec, filetype, created)
   local text = require("gemini_companion.diff.text")
   local proposal = api.nvim_create_buf(false, true)
@@ -190,29 +236,21 @@ local function proposal_buffer(spec, filetype, created)
   bo.buftype = "acwrite"
   bo.bufhidden = "wipe"
   bo.swapfile = false
-  bo.undolevels = -1 -- the proposal is the start of the undo history, not a change
-  bo.fixeol = false
-  bo.fileformat = spec.fileformat
-  bo.eol = spec.eol
   local body = spec.text_file and text.read_file(spec.text_file) or spec.text
-  api.nvim_buf_set_lines(proposal, 0, -1, false, text.split_lines(body))
-  bo.undolevels = -123456 -- back to the global value
+  local proposed = { body = body, eol = spec.eol, fileformat = spec.fileformat }
+  fill_proposal(proposal, proposed)
   -- The buffer as shown, before any filetype plugin runs: any change since, even one
   -- undone, and the accept sends the buffer's text.
   local kept = spec.kept
       and { tick = api.nvim_buf_get_changedtick(proposal), eol = spec.eol, fileformat = spec.fileformat }
     or nil
-  local name = "gemini://diff" .. spec.file_path
-  local stale = buffer_named(name)
-  if stale and stale ~= proposal then
-    pcall(api.nvim_buf_delete, stale, { force = true })
-  end
-  api.nvim_buf_set_name(proposal, name)
+  api.nvim_buf_set_name(proposal, view_name(spec.file_path, "proposal"))
+  vim.b[proposal].gemini_diff_view = true
   if filetype then
     set_filetype(proposal, filetype)
   end
   bo.modified = false
-  return proposal, kept
+  return proposal, kept, proposed
 end
 
 --- A new tab with `original` left and `proposal` right, both in diff mode.
@@ -264,6 +302,19 @@ local function watch_proposal(view)
       require("gemini_companion.diff").accept(view.id)
     end,
   })
+  -- `:e!` discards the user's edits: the proposal as it came, not the empty buffer
+  -- of a file that does not exist.
+  api.nvim_create_autocmd("BufReadCmd", {
+    group = augroup,
+    buffer = proposal,
+    callback = function()
+      fill_proposal(proposal, view.proposed)
+      if view.kept then
+        view.kept.tick = api.nvim_buf_get_changedtick(proposal)
+      end
+      vim.bo[proposal].modified = false
+    end,
+  })
   api.nvim_create_autocmd("BufWipeout", {
     group = augroup,
     buffer = proposal,
@@ -295,7 +346,7 @@ function M.open(spec, created)
   end
   require("gemini_companion.highlights").define() -- setup() may not have run
   local filetype = vim.filetype.match({ filename = path })
-  local proposal, kept = proposal_buffer(spec, filetype, created)
+  local proposal, kept, proposed = proposal_buffer(spec, filetype, created)
 
   local target = require("gemini_companion.reload").buffers_of(path)[1]
   local original, owned, new_file = target, false, false
@@ -321,6 +372,7 @@ function M.open(spec, created)
     new_file = new_file,
     state = "open",
     kept = kept,
+    proposed = proposed,
   }
   M.by_id[spec.id] = view
   require("gemini_companion.diff.winbar").set(view)
