@@ -259,9 +259,11 @@ local function transcript_window_options(win)
   wo.foldlevel = 0
   wo.foldenable = true
   wo.winfixwidth = true
-  -- A wrapped line (a confirmation's options) goes on under its own indent.
+  -- A wrapped line (a confirmation's options) goes on under its own indent, two
+  -- columns in. min:10: the default (min:20) drops the indent in a panel under 26
+  -- columns wide, and the options wrapped to the first column.
   wo.breakindent = true
-  wo.breakindentopt = "shift:2"
+  wo.breakindentopt = "shift:2,min:10"
   wo.statusline = " %{v:lua.require'gemini_companion.agent.state'.header()}"
 end
 
@@ -274,10 +276,12 @@ local function prompt_window_options(win)
   wo.winfixheight = true
   wo.winfixwidth = true
   wo.wrap = true
-  wo.statusline = " %{v:lua.require'gemini_companion.agent.panel'.prompt_status()}"
+  -- Cut at its end (%<) in a narrow panel: `? keys` first stays readable.
+  wo.statusline = " %{v:lua.require'gemini_companion.agent.panel'.prompt_status()}%<"
 end
 
---- The prompt window's status line: the keys that send, and `?`.
+--- The prompt window's status line: `?`, the keys that send, the context words;
+--- the most useful first, as a narrow panel shows only its start.
 ---@return string
 function M.prompt_status()
   local keys = config().keymaps
@@ -288,11 +292,11 @@ function M.prompt_status()
   if keys.send_insert then
     parts[#parts + 1] = keys.send_insert .. " (insert)"
   end
-  local line = "prompt: " .. table.concat(parts, " / ") .. " sends"
+  local line = #parts > 0 and (table.concat(parts, " / ") .. " sends  @file #buffer") or "@file #buffer"
   if keys.help then
-    line = line .. "  " .. keys.help .. " keys"
+    line = keys.help .. " keys  " .. line
   end
-  return line .. "  @file #buffer"
+  return line
 end
 
 local resize_group = nil

@@ -1,0 +1,94 @@
+"""What the agent panel shows on the screen of a real Neovim, read cell by cell
+after `:redraw` (`screenstring()`): how its lines wrap in narrow windows (issue 22,
+item 5). The panel is driven through the real Python host with the scripted
+transport (tests/agent_fakes) in place of a protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from agent_setup import wait_transcript
+from harness import ROOT, Nvim
+
+SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
+
+# The rows of a window as the screen shows them (its text area, no status line).
+WINDOW_ROWS = """
+local win = ...
+local row, col = unpack(vim.api.nvim_win_get_position(win))
+local rows = {}
+for r = row + 1, row + vim.api.nvim_win_get_height(win) do
+  local cells = {}
+  for c = col + 1, col + vim.api.nvim_win_get_width(win) do
+    cells[#cells + 1] = vim.fn.screenstring(r, c)
+  end
+  rows[#rows + 1] = table.concat(cells)
+end
+return rows
+"""
+
+
+def transcript_rows(nvim: Nvim) -> list[str]:
+    nvim.api.command("redraw!")
+    win = nvim.lua("return (require('gemini_companion.agent.panel').windows())")
+    return list(nvim.lua(WINDOW_ROWS, win))
+
+
+def panel_nvim(nvim_factory: Callable[..., Nvim], tmp_path: Path, columns: int) -> Nvim:
+    work = tmp_path / "work"
+    work.mkdir()
+    nvim = nvim_factory(
+        cwd=work,
+        env={"GEMINI_COMPANION_TEST_TRANSPORT": SCRIPTED},
+        extra_init=f"vim.o.columns = {columns}; vim.o.lines = 40",
+    )
+    nvim.wait_running()
+    return nvim
+
+
+@pytest.mark.parametrize("columns", [80, 60, 50])
+def test_a_confirmations_options_wrap_under_their_indent_in_a_narrow_panel(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path, columns: int
+) -> None:
+    """At 80 columns the panel is 32 wide, at 50 it is 20 (its narrowest): each
+    screen row the options line wraps onto starts under its indent, not at the
+    window's first column."""
+    nvim = panel_nvim(nvim_factory, tmp_path, columns)
+    nvim.api.command("GeminiAgent shell")
+    wait_transcript(nvim, ":GeminiAccept [option] or :GeminiReject")
+    rows = transcript_rows(nvim)
+    shown = "\n".join(rows)
+    start = next(i for i, row in enumerate(rows) if row.startswith("    options: "))
+    end = next(i for i, row in enumerate(rows) if row.startswith("    :GeminiAccept"))
+    continued = rows[start + 1 : end]
+    assert continued, f"the options line fits: nothing to check\n{shown}"
+    for row in continued:
+        assert row.startswith("      ") and row.strip(), f"{row!r} is not indented\n{shown}"
+    assert "[proceed_once]" in "".join(rows[start:end])
+    assert "Reject" in "".join(rows[start:end])
+    # The question itself wraps under its own indent too.
+    ask = next(i for i, row in enumerate(rows) if row.startswith("  ? Waiting"))
+    assert rows[ask + 1].startswith("    "), shown
+
+
+def test_the_prompts_status_line_starts_with_the_help_key_in_a_narrow_panel(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    nvim = panel_nvim(nvim_factory, tmp_path, 80)
+    nvim.api.command("GeminiAgent")
+    nvim.api.command("redraw!")
+    status = nvim.lua(
+        """
+local win = select(2, require('gemini_companion.agent.panel').windows())
+local row, col = unpack(vim.api.nvim_win_get_position(win))
+local cells = {}
+for c = col + 1, col + vim.api.nvim_win_get_width(win) do
+  cells[#cells + 1] = vim.fn.screenstring(row + vim.api.nvim_win_get_height(win) + 1, c)
+end
+return table.concat(cells)
+"""
+    )
+    assert status.startswith(" ? keys  <CR> / <C-s> (insert)"), status
+    assert status.rstrip().endswith(">"), status  # cut at its end, where it is least useful
