@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_setup import acp_setup, agent_state, transcript, wait_agent, wait_transcript
+from agent_setup import acp_setup, agent_state, json_lines, transcript, wait_agent, wait_transcript
 from fake_model import call, gemini_home, text, write_responses
 from harness import Nvim, wait_for
 
@@ -137,9 +137,7 @@ class Hostile:
     # -- what the agent saw -----------------------------------------------------------
 
     def entries(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
+        return json_lines(self.log)
 
     def sent(self, method: str) -> list[dict[str, Any]]:
         """The requests the agent sent with ``method``, in order."""

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_fakes.scripted_transport import ScriptedTransport
+from agent_setup import json_lines
 from gemini_companion.agent import render
 from gemini_companion.agent.model import Confirmation, Option, ToolCall
 from gemini_companion.agent.session import AgentSession
@@ -97,9 +97,7 @@ def log_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def received(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return json_lines(path)
 
 
 def make(tmp_path: Path) -> tuple[AgentSession, FakeEditor, Recorder]:

@@ -5,7 +5,6 @@ a protocol. The transports' own tests drive real agents."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pynvim
 import pytest
+from agent_setup import json_lines
 from fake_model import call, gemini_home, text, write_responses
 from harness import INTEROP, ROOT, Nvim, answers_within, wait_for
 
@@ -50,9 +50,7 @@ def agent_nvim(nvim_factory: Callable[..., Nvim], log_file: Path, tmp_path: Path
 
 
 def received(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    return json_lines(path)
 
 
 def transcript(nvim: Nvim) -> str:
