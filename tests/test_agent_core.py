@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from agent_fakes.scripted_transport import ScriptedTransport
-from agent_setup import json_lines
 from gemini_companion.agent import render
 from gemini_companion.agent.model import Confirmation, Option, ToolCall
 from gemini_companion.agent.session import AgentSession
 from gemini_companion.agent.transport import TransportContext
 from gemini_companion.agent.view import PanelView
+from harness import json_lines
 
 
 class FakeEditor:

@@ -12,9 +12,8 @@ from typing import Any
 
 import pynvim
 import pytest
-from agent_setup import json_lines
 from fake_model import call, gemini_home, text, write_responses
-from harness import INTEROP, ROOT, Nvim, answers_within, wait_for
+from harness import INTEROP, ROOT, Nvim, answers_within, json_lines, wait_for
 
 GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"

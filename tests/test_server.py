@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from harness import Nvim, Sandbox, wait_for
+from harness import Nvim, Sandbox, json_lines, wait_for
 from ide_client import DRIVER, IdeClientProcess
 from mcp_client import initialize_request, mcp_client, mcp_connection, post_headers
 
@@ -481,9 +481,7 @@ def _terminal_client(nvim: Nvim, name: str, script: list[dict[str, Any]]) -> Pat
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+    return json_lines(path)
 
 
 @pytest.mark.usefixtures("interop")
