@@ -7,13 +7,7 @@
 --- plugin); otherwise a read-only copy of the file on disk; for a new file, an empty
 --- buffer. The proposal is a scratch buffer (buftype=acwrite): `:w` accepts it.
 --- Buffers are named and filled through the API only (diff/text.lua says why).
----
---- Their names are the file's path, relative to the working directory when under
---- it, and what the buffer holds: `src/calc.py (proposal)`, `src/calc.py (on disk)`.
---- Tab labels read them: the default tabline shortens folders to their first letter
---- (`2 s/calc.py (proposal)`), where a URL-like name was mangled to `g//d/t/.../calc.py`.
---- The buftype (acwrite, nofile) keeps them apart from files: no LSP client, file
---- context or completion takes them for the file.
+--- Their names: diff/names.lua.
 local M = {}
 
 local api = vim.api
@@ -136,41 +130,6 @@ local function set_filetype(buf, filetype)
   end
 end
 
---- The buffer named exactly `name`, if any (compared as strings: no file pattern).
----@param name string
----@return integer?
-local function buffer_named(name)
-  for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_get_name(buf) == name then
-      return buf
-    end
-  end
-  return nil
-end
-
---- A free name for a view's buffer holding `what` of `path`: "<path> (<what>)", the
---- path relative to the working directory when under it. A buffer of an earlier
---- view left with that name is deleted; one of the user's (a file really named so)
---- is never touched: the name gets a number instead.
----@param path string
----@param what string "proposal", "on disk" or "new file"
----@return string
-local function view_name(path, what)
-  local base = vim.fn.fnamemodify(path, ":.")
-  for n = 1, 100 do
-    local name = ("%s (%s%s)"):format(base, what, n > 1 and (" " .. n) or "")
-    local holder = buffer_named(vim.fn.fnamemodify(name, ":p"))
-    if holder and vim.b[holder].gemini_diff_view then
-      pcall(api.nvim_buf_delete, holder, { force = true })
-      holder = buffer_named(vim.fn.fnamemodify(name, ":p"))
-    end
-    if not holder then
-      return name
-    end
-  end
-  return ("%s (%s %d)"):format(base, what, vim.uv.hrtime())
-end
-
 --- A read-only copy of the file on disk (empty for a new file), named
 --- "<path> (on disk)" ("<path> (new file)").
 ---@param path string
@@ -181,7 +140,7 @@ end
 local function disk_copy(path, filetype, created)
   local text = require("gemini_companion.diff.text")
   local stat = vim.uv.fs_stat(path)
-  local name = view_name(path, stat and "on disk" or "new file")
+  local name = require("gemini_companion.diff.names").free(path, stat and "on disk" or "new file")
   if stat and stat.type ~= "file" then
     -- diff.py refused it already; checked again right before the read, which would
     -- block the main loop for ever on a FIFO or a pipe.
@@ -244,7 +203,7 @@ local function proposal_buffer(spec, filetype, created)
   local kept = spec.kept
       and { tick = api.nvim_buf_get_changedtick(proposal), eol = spec.eol, fileformat = spec.fileformat }
     or nil
-  api.nvim_buf_set_name(proposal, view_name(spec.file_path, "proposal"))
+  api.nvim_buf_set_name(proposal, require("gemini_companion.diff.names").free(spec.file_path, "proposal"))
   vim.b[proposal].gemini_diff_view = true
   if filetype then
     set_filetype(proposal, filetype)
