@@ -215,6 +215,7 @@ local function transcript_buffer()
   if not vim.b[buf].gemini_agent_keys then
     vim.b[buf].gemini_agent_keys = true
     map_keys(buf, false)
+    require("gemini_companion.agent.renderers").watch(buf)
   end
   return buf
 end

@@ -1,0 +1,81 @@
+--- The markdown renderers a user installs (render-markdown.nvim, markview.nvim) draw
+--- over the transcript when `gemini_agent` is in their file types. They redraw on
+--- the user's own events in a buffer (TextChanged, CursorMoved, WinScrolled), and
+--- the transcript changes while the cursor is elsewhere (in the prompt): a streamed
+--- answer stayed raw until the cursor went into the transcript. So, at most every
+--- 100 ms while it changes, each renderer attached to the transcript is asked to
+--- draw it again, through its own entry point. Nothing runs when neither is loaded.
+local M = {}
+
+local api = vim.api
+
+local INTERVAL_MS = 100
+
+---@type table<integer, boolean>
+local watched = {}
+
+--- Ask each renderer that drew `buf` before to draw it again.
+---@param buf integer
+function M.refresh(buf)
+  if not api.nvim_buf_is_valid(buf) or #vim.fn.win_findbuf(buf) == 0 then
+    return
+  end
+  local manager = package.loaded["render-markdown.core.manager"]
+  if manager and type(manager.attached) == "function" and manager.attached(buf) then
+    pcall(function()
+      require("render-markdown").render({ buf = buf, event = "GeminiAgentTranscript" })
+    end)
+  end
+  local markview_state = package.loaded["markview.state"]
+  if markview_state and type(markview_state.buf_attached) == "function" and markview_state.buf_attached(buf) then
+    pcall(function()
+      require("markview").render(buf)
+    end)
+  end
+end
+
+---@return boolean
+local function any_loaded()
+  return package.loaded["render-markdown.core.manager"] ~= nil or package.loaded["markview.state"] ~= nil
+end
+
+--- Refresh the renderers of `buf` after its changes (once per interval).
+---@param buf integer
+function M.watch(buf)
+  if watched[buf] then
+    return
+  end
+  watched[buf] = true
+  local timer = nil ---@type uv.uv_timer_t?
+  local pending = false
+  api.nvim_buf_attach(buf, false, {
+    on_lines = function()
+      if pending or not any_loaded() then
+        return
+      end
+      pending = true
+      timer = timer or vim.uv.new_timer()
+      if not timer then
+        pending = false
+        return
+      end
+      timer:start(
+        INTERVAL_MS,
+        0,
+        vim.schedule_wrap(function()
+          pending = false
+          M.refresh(buf)
+        end)
+      )
+    end,
+    on_detach = function()
+      watched[buf] = nil
+      if timer then
+        timer:close()
+        timer = nil
+      end
+    end,
+  })
+end
+
+return M
