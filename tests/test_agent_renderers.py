@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from agent_setup import transcript, wait_transcript
-from harness import ROOT, Nvim, wait_for
+from harness import ROOT, Nvim, json_lines, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
@@ -173,11 +173,9 @@ def test_the_panel_works_under_the_renderer(nvim: Nvim, renderer: Renderer, log_
     nvim.api.input("<Esc>")
     nvim.api.command("GeminiAccept")
     wait_transcript(nvim, "After the tool.")
-    answers = [
-        json.loads(line)
-        for line in log_file.read_text().splitlines()
-        if json.loads(line)["call"] == "answer"
-    ]
+    answers = wait_for(
+        lambda: [r for r in json_lines(log_file) if r["call"] == "answer"], 10, "the answer"
+    )
     assert [(a["call_id"], a["option"]) for a in answers] == [("call-1", "proceed_once")]
     text = transcript(nvim)
     assert text.count("▍ You") == 2 and text.count("▍ Gemini") == 2, text
