@@ -5,8 +5,10 @@ Prints, against a real Neovim and its real host process:
   (``VmHWM``, reset before each request through ``/proc/<pid>/clear_refs``) above
   its resident size just before, for one ``openDiff`` of 1, 16 and 63 MiB, and for
   8 of 63 MiB at once; target: the peak stays within 3 times the body's size;
+- the host before any client (the server stack not loaded: server.py) and once a
+  session is open;
 - what stays after the diff is closed (``closeDiff``, which answers the whole text),
-  against the host at rest before the first request;
+  against the host at rest with one session open;
 - 3000 ``initialize`` calls never closed: the host's growth.
 
 Run: .venv/bin/python bench/memory.py
@@ -98,9 +100,14 @@ def main() -> None:
 
 def run(nvim: Nvim) -> None:
     state = nvim.wait_running()
+    pid = int(nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)"))
+    print(
+        f"host before any client (the server stack not loaded):"
+        f" {status_kib(pid, 'VmRSS') / 1024:.0f} MiB"
+    )
     with httpx2.Client(timeout=120) as http:
         bench = Bench(nvim, http, int(state["port"]))
-        print(f"host at rest: {bench.baseline / 1024:.0f} MiB")
+        print(f"host at rest, one session open (the stack loaded): {bench.baseline / 1024:.0f} MiB")
         print(
             f"target: peak above rest at most {PEAK_TARGET}x the body; after closeDiff,"
             f" back within {LEFT_TARGET_MIB} MiB of the host at rest"

@@ -11,9 +11,12 @@ Prints a table, over several runs of a real Neovim (medians, min..max):
   system's wall clock) and to the port known in Neovim (the first state with a
   port, both ``vim.uv.hrtime()``) (target under 50 ms);
 - the real client's ``IdeClient.connect()`` (``@google/gemini-cli-core``): first in a
-  fresh Node process per run (what every new ``gemini`` does; target under 40 ms)
-  and warm, a reconnect in the same process (target under 10 ms), with Node's own
-  first fetch to the server for reference (the client-side share of a first connect);
+  fresh Node process per run (what every new ``gemini`` does; target under 40 ms),
+  once a terminal has been opened (which loads the server stack, as the CLI's own
+  terminal does), and against a host at rest with no terminal opened (a CLI started
+  outside Neovim: its connection waits for the stack to load); warm, a reconnect in
+  the same process (target under 10 ms), with Node's own first fetch to the server
+  for reference (the client-side share of a first connect);
 - ``:GeminiCompanionStop`` with a connected ``IdeClient``: the longest main-loop
   stall after it (target under 16 ms) and the host's answer to a question sent
   right after it;
@@ -204,12 +207,16 @@ def node_first_fetch_ms(port: int) -> float:
 
 
 def connect_times(sandbox: Sandbox, runs: int) -> tuple[list[float], list[float], list[float]]:
-    """connect() in a fresh Node process, ``runs`` times; warm reconnects in each of
-    those processes; Node's own first fetch in fresh processes."""
+    """connect() in a fresh Node process, ``runs`` times, the server stack loaded (a
+    terminal was opened first, as the CLI's own is: TermOpen loads it, server.py);
+    warm reconnects in each of those processes; Node's own first fetch in fresh
+    processes."""
     ensure_interop_packages()
     nvim = Nvim(sandbox, setup={"auto_start": True})
     try:
         state = nvim.wait_running()
+        nvim.api.command("terminal true")
+        nvim.wait_state(lambda s: s.get("serving"), 30, "the server stack loaded")
         node_first = [node_first_fetch_ms(state["port"]) for _ in range(5)]
         env = nvim.job_env()
         first: list[float] = []
@@ -225,6 +232,29 @@ def connect_times(sandbox: Sandbox, runs: int) -> tuple[list[float], list[float]
         return first, warm, node_first
     finally:
         nvim.close()
+
+
+def cold_connect_times(sandbox: Sandbox, runs: int) -> list[float]:
+    """connect() in a fresh Node process to a host at rest, nothing announced (a CLI
+    started outside Neovim, no terminal opened): its connection loads the server
+    stack. A fresh Neovim per run."""
+    ensure_interop_packages()
+    times = []
+    for _ in range(runs):
+        nvim = Nvim(sandbox, setup={"auto_start": True})
+        try:
+            nvim.wait_running()
+            assert nvim.lua("return require('gemini_companion.host').query_info({}, 5000) ~= nil")
+            assert nvim.state()["serving"] is False
+            client = IdeClientProcess(nvim.job_env(), sandbox.root)
+            try:
+                fresh, _ = client.connect_times(reconnects=0)
+                times.append(fresh)
+            finally:
+                client.close()
+        finally:
+            nvim.close()
+    return times
 
 
 def _exited(pid: int) -> bool:
@@ -331,8 +361,10 @@ def main() -> None:
 
         if "connect" in parts:
             first, warm, node_first = connect_times(sandbox, args.runs)
+            cold = cold_connect_times(sandbox, args.runs)
             lines += [
                 row("IdeClient.connect(), fresh Node process", first, 40),
+                row("  host at rest, no terminal opened", cold, None),
                 row("IdeClient.connect(), warm (reconnect)", warm, 10),
                 row("  Node's own first fetch (client side)", node_first, None),
             ]

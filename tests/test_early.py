@@ -92,9 +92,13 @@ def test_a_started_companion_serves_the_socket_published_as_its_host_started(
     assert content["authToken"] == state["env"]["GEMINI_CLI_IDE_AUTH_TOKEN"]
 
 
-def test_the_warm_up_session_leaves_no_trace(nvim: Nvim) -> None:
-    # server.py runs one throwaway MCP session through the app as it starts, so the
-    # first CLI does not pay the SDK's lazy set-up; nobody may see that session.
+def test_the_warm_up_session_after_a_terminal_opens_leaves_no_trace(nvim: Nvim) -> None:
+    # A terminal opened (a CLI may be coming): server.py loads the server stack and
+    # runs one throwaway MCP session through the app, so the first CLI does not pay
+    # the SDK's lazy set-up; nobody may see that session.
+    nvim.wait_running()
+    nvim.api.command("terminal true")
+    nvim.wait_state(lambda s: s.get("serving"), 30, "the server stack loaded")
     wait_for(lambda: "server warmed up in" in nvim.sandbox.log_file.read_text(), 10, "the warm-up")
     log = nvim.sandbox.log_file.read_text()
     assert "warming the server up failed" not in log, log

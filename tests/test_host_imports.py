@@ -1,5 +1,6 @@
-"""What the plugin's Python host loads at rest, and what only the agent panel loads
-(issue 25 item 4: the host's memory at rest).
+"""What the plugin's Python host loads at rest, what only a client (a CLI, or a
+terminal announcing one) loads, and what only the agent panel loads (issue 25
+item 4: the host's memory at rest).
 
 Each watched package is shadowed by a stand-in on the host's ``PYTHONPATH`` that
 leaves a file behind when it is imported, then hands over the real package: what the
@@ -13,9 +14,12 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx2
+import pytest
 from harness import Nvim, wait_for
+from ide_client import IdeClientProcess
 from mcp_client import open_raw_session
 
 # A stand-in for a package: it marks its import, then hands over the real one.
@@ -28,9 +32,14 @@ del sys.modules[name]
 sys.modules[name] = __import__(name)
 """
 
+# The server stack, loaded once a client needs it (server.py): the MCP SDK's types,
+# pydantic, Uvicorn. (Not ``mcp`` itself: a stand-in for it would run the package's
+# __init__, which sdk.py skips.)
+SERVER_STACK = ("mcp_types", "pydantic", "uvicorn")
 # The SDK's client side (an HTTP client, a TLS and cryptography stack) and the agent
 # panel's protocol packages.
-WATCHED = ("httpx2", "cryptography", "acp", "a2a")
+NEVER_FOR_A_CLI = ("httpx2", "cryptography", "acp", "a2a")
+WATCHED = SERVER_STACK + NEVER_FOR_A_CLI
 FAKE_AGENT = Path(__file__).parent / "agent_fakes" / "acp_agent.py"
 
 
@@ -44,6 +53,64 @@ def _watching(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return {"PYTHONPATH": ":".join(folders), "GEMINI_TEST_MARKS": str(marks)}, marks
 
 
+def _loaded(marks: Path) -> list[str]:
+    return sorted(p.name for p in marks.iterdir())
+
+
+def _at_rest(nvim: Nvim, marks: Path) -> list[str]:
+    """What the host has loaded once it runs and has answered a question (its server
+    loop and host thread both idle, nothing asked of them)."""
+    nvim.wait_running()
+    assert nvim.lua("return require('gemini_companion.host').query_info({}, 5000) ~= nil")
+    return _loaded(marks)
+
+
+@pytest.mark.usefixtures("interop")
+def test_the_host_at_rest_loads_no_server_stack_and_a_cli_connecting_then_is_served(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    env, marks = _watching(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    source = work / "a.py"
+    source.write_text("x = 1\n")
+    nvim = nvim_factory(cwd=work, env=env)
+    assert _at_rest(nvim, marks) == []
+    assert nvim.state()["serving"] is False
+    nvim.api.command(f"edit {source}")
+    # The real IdeClient, nothing warmed: its first connection makes the server load
+    # its stack, and it is answered as ever (tools listed, context pushed).
+    client = IdeClientProcess(nvim.job_env(), work)
+    try:
+        status = client.connect()
+        assert status["status"] == "connected", status
+        assert status["diffing"] is True, status  # openDiff and closeDiff listed
+
+        def shows_the_file(event: dict[str, Any]) -> bool:
+            files = ((event.get("context") or {}).get("workspaceState") or {}).get("openFiles")
+            return any(f.get("path") == str(source) and f.get("isActive") for f in files or [])
+
+        # Pushed as the stream opened, before connect() returned, or soon after.
+        seen = [e for e in client.seen if e.get("event") == "context"]
+        assert any(map(shows_the_file, seen)) or client.expect("context", shows_the_file)
+    finally:
+        client.close()
+    assert _loaded(marks) == sorted(SERVER_STACK)
+    assert nvim.state()["serving"] is True
+
+
+def test_a_terminal_opened_loads_the_server_stack_before_any_client_connects(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    env, marks = _watching(tmp_path)
+    nvim = nvim_factory(env=env)
+    assert _at_rest(nvim, marks) == []
+    nvim.api.command("terminal true")
+    nvim.wait_state(lambda s: s.get("serving"), 30, "the server stack loaded")
+    assert _loaded(marks) == sorted(SERVER_STACK)
+    assert nvim.state()["sessions"] == []
+
+
 def test_the_host_at_rest_loads_neither_the_sdks_client_nor_the_agent_stack(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:
@@ -54,7 +121,8 @@ def test_the_host_at_rest_loads_neither_the_sdks_client_nor_the_agent_stack(
     nvim = nvim_factory(
         cwd=work, env=env, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}}
     )
-    state = nvim.wait_running()
+    assert _at_rest(nvim, marks) == []
+    state = nvim.state()
     # A client's whole session: the server stack is loaded and has served.
     url = f"http://127.0.0.1:{state['port']}/mcp"
     with httpx2.Client(timeout=30) as http:
@@ -65,7 +133,7 @@ def test_the_host_at_rest_loads_neither_the_sdks_client_nor_the_agent_stack(
             headers=headers,
         )
         assert "openDiff" in listed.text
-    assert sorted(p.name for p in marks.iterdir()) == []
+    assert not set(_loaded(marks)) & set(NEVER_FOR_A_CLI)
     # The stand-ins do watch the host: the panel's first use loads its protocol.
     nvim.api.command("GeminiAgent hello")
     wait_for(

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import stat
 import tempfile
 from collections.abc import Callable
@@ -313,8 +314,14 @@ def _quit(nvim: Nvim) -> None:
     wait_for(lambda: not _alive(host), 10, "the Python host to exit")
 
 
-def _held(nvim_factory: Callable[..., Nvim], tmp_path: Path, module: str) -> tuple[Nvim, Path]:
-    """A Neovim whose host is held importing ``module`` (the file ``held`` says so)."""
+def _held(
+    nvim_factory: Callable[..., Nvim],
+    tmp_path: Path,
+    module: str,
+    trigger: Callable[[Nvim], object] | None = None,
+) -> tuple[Nvim, Path]:
+    """A Neovim whose host is held importing ``module`` (the file ``held`` says so),
+    once ``trigger`` has made it import it."""
     folder = Path(tempfile.mkdtemp(dir=tmp_path))
     shim = folder / "hold"
     shim.mkdir()
@@ -327,8 +334,16 @@ def _held(nvim_factory: Callable[..., Nvim], tmp_path: Path, module: str) -> tup
             "GEMINI_TEST_RELEASE": str(release),
         }
     )
+    waiting = trigger(nvim) if trigger is not None else None
     wait_for(held.exists, 20, f"the host to be held importing {module}")
+    del waiting  # a client's connection: it has made the host load the module
     return nvim, release
+
+
+def _a_client_waits(nvim: Nvim) -> socket.socket:
+    """A connection to the server's port, left waiting: the server stack loads for it."""
+    port = nvim.wait_state(lambda s: bool(s.get("port")), 10, "the first state")["port"]
+    return socket.create_connection(("127.0.0.1", port))
 
 
 def _restart_and_quit(nvim: Nvim, first: str) -> None:
@@ -363,10 +378,10 @@ def test_a_quit_at_any_moment_of_a_start_or_restart_leaves_no_discovery_file(
             finally:
                 release.touch()
         elif moment == "server-loading-restart":
-            # The first run's server thread is held loading the server stack: the
-            # stop is posted to a loop that never runs it, and the restart's server
-            # waits too.
-            nvim, release = _held(nvim_factory, tmp_path, "uvicorn")
+            # The first run's server thread is held loading the server stack (a
+            # client waits for it): the stop is posted to a loop that never runs it,
+            # and the restart's server waits too.
+            nvim, release = _held(nvim_factory, tmp_path, "uvicorn", _a_client_waits)
             try:
                 first = nvim.wait_state(lambda s: bool(s.get("port")), 10, "the first state")
                 _restart_and_quit(nvim, first["discovery_file"])

@@ -285,6 +285,15 @@ function M.enable(opts)
   autocmd("OptionSet", function()
     on_buffer_changed(api.nvim_get_current_buf())
   end, { "buftype", "buflisted" })
+  -- A terminal opened: a CLI may be about to connect, and the server loads what
+  -- serving it takes now rather than while the CLI waits (server.py). Said once.
+  api.nvim_create_autocmd("TermOpen", {
+    group = group,
+    once = true,
+    callback = function()
+      send("terminal")
+    end,
+  })
   autocmd({ "BufDelete", "BufWipeout" }, function(args)
     if known[args.buf] then
       known[args.buf] = nil

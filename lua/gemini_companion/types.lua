@@ -169,6 +169,7 @@
 ---@field running boolean
 ---@field loading? boolean true in the state the host announces as it starts: the socket listens and the discovery file is written (a CLI connecting waits until the server accepts it), while pynvim and the server stack still load
 ---@field port? integer
+---@field serving? boolean The server's MCP stack is loaded (on the first connection, or when a terminal opens or the agent panel starts its agent): a CLI connecting now does not wait for it
 ---@field workspace_path? string
 ---@field discovery_file? string
 ---@field started_at? number

@@ -147,10 +147,15 @@ class Companion:
             self._publish(None, stopped_state(value, self._error))
 
     def context_event(self, kind: str, args: Sequence[Any]) -> None:
-        """An editor event forwarded by lua/gemini_companion/context.lua."""
+        """An editor event forwarded by lua/gemini_companion/context.lua. ``terminal``
+        (a terminal opened: a CLI may be coming) loads the server stack."""
         run = self._run
-        if run is not None:
-            run.server.call_soon(run.context.handle, kind, list(args))
+        if run is None:
+            return
+        if kind == "terminal":
+            run.server.warm()
+            return
+        run.server.call_soon(run.context.handle, kind, list(args))
 
     def diff_accepted(
         self, diff_id: int, body: Any, eol: bool, fileformat: str, option: str | None = None

@@ -126,6 +126,7 @@ class ServerRun:
                 endpoints,
                 listener=self,
                 sock=early.socket() if early is not None else None,
+                on_serving=self._serving,
             )
         except OSError as exc:
             raise StartError(f"could not listen on 127.0.0.1: {exc}") from exc
@@ -169,6 +170,11 @@ class ServerRun:
         self.server.start(on_exit=self._server_exited)
 
     # -- on the server loop ------------------------------------------------------------
+
+    def _serving(self) -> None:
+        """The server stack is loaded and serves: Lua's state says so (``serving``)."""
+        if not self.closed.is_set():
+            self._publish(self, self.state())
 
     def shutdown(self) -> None:
         """Stop: views stay, marked, with any edits; the file goes; the agent stops
@@ -216,6 +222,10 @@ class ServerRun:
             )
             self.agent_stopped.clear()
         self.agent.request(action, args)
+        if action == "open":
+            # The agent will connect to Neovim's tools and, in IDE mode, to /mcp: the
+            # server stack loads meanwhile (a no-op once it serves).
+            self.server.warm()
 
     def _agent_mcp_servers(self) -> list[McpServer]:
         """Neovim's tools, as the agent should get them."""
@@ -318,6 +328,9 @@ class ServerRun:
             ],
             "workspace_path": self._workspace_path,
             "port": self.server.port,
+            # The server stack is loaded (server.py): a CLI connecting now is answered
+            # at once, without waiting for it.
+            "serving": self.server.serving.is_set(),
             "discovery_file": self._discovery.path,
             "started_at": self.started_at,
         }

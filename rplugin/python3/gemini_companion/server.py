@@ -2,9 +2,14 @@
 
 Spec: ide-companion-spec.md section I.1. The socket is bound (port 0) on the
 caller's thread, so the port is known and the discovery file can be published at
-once; the mcp SDK, Starlette and Uvicorn are imported in the server thread, which
-keeps their import time (about a second) off Neovim's main loop. Connections that
-arrive meanwhile wait in the listen backlog.
+once. The mcp SDK, Starlette and Uvicorn (the server stack: about 30 MiB of the
+host's memory and half a second of CPU) are imported only once a client needs
+them: when the first connection waits on the socket, or earlier when one is
+announced (:meth:`CompanionServer.warm`: a terminal opened in Neovim, the agent
+panel's agent started). They are imported in a worker thread, off the server
+loop, which keeps running what is posted to it; connections that arrive
+meanwhile wait in the listen backlog. A host whose user never runs a CLI never
+loads them (issue 25 item 4).
 
 Everything that belongs to the server (sessions, context, diffs) lives on this
 thread's asyncio loop; other threads reach it only through :meth:`call_soon`.
@@ -86,10 +91,12 @@ class CompanionServer:
         endpoints: Mapping[str, ToolRegistry],
         listener: SessionListener,
         sock: socket.socket | None = None,
+        on_serving: Callable[[], None] | None = None,
     ) -> None:
         """``endpoints`` maps each served path to its tools; the IDE spec's ``/mcp``
         is required and is the only one whose sessions the listener hears about.
-        ``sock``: a socket already listening (early.py), else one is made here."""
+        ``sock``: a socket already listening (early.py), else one is made here.
+        ``on_serving``: called on the server loop once the stack is loaded and serves."""
         if IDE_PATH not in endpoints:
             raise ValueError(f"the IDE endpoint {IDE_PATH} is required")
         self.options = options
@@ -108,6 +115,13 @@ class CompanionServer:
         )
         self._on_exit: Callable[[BaseException | None], None] | None = None
         self._exit_requested = False
+        self._on_serving = on_serving
+        # Why the stack was loaded: None while at rest, then "warm" (announced by
+        # warm()) or "connection" (a client was already waiting). Server loop only.
+        self._woken_by: str | None = None
+        self._wake: asyncio.Future[None] | None = None
+        # Set once the stack is loaded and Uvicorn serves (thread-safe: tests, benches).
+        self.serving = threading.Event()
 
     # -- called from other threads -------------------------------------------------
 
@@ -138,6 +152,19 @@ class CompanionServer:
 
         return self.call_soon(create)
 
+    def warm(self) -> bool:
+        """A client is coming (a terminal opened, the agent started): load the server
+        stack now, in a worker thread, and warm it up, rather than when the client's
+        first connection waits for it. Thread-safe, never waits; False when the loop
+        is gone."""
+        return self.call_soon(self._wake_up, "warm")
+
+    def _wake_up(self, why: str) -> None:
+        if self._woken_by is None:
+            self._woken_by = why
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
     def request_exit(self) -> None:
         """Ask the server to exit; never waits. Graceful shutdown (bounded by
         ``timeout_graceful_shutdown``: an open SSE stream never ends by itself) goes on
@@ -145,6 +172,7 @@ class CompanionServer:
 
         def exit_now() -> None:
             self._exit_requested = True
+            self._wake_up("exit")
             if self.streams is not None:
                 self.streams.end_streams()
             if self._uvicorn is not None:
@@ -196,9 +224,29 @@ class CompanionServer:
                 self._loop.run_until_complete(self._loop.shutdown_asyncgens())
             self._loop.close()
 
+    async def _until_needed(self) -> None:
+        """Return once the stack is needed: a connection waits on the socket (the
+        loop watches it for one), or :meth:`warm` or an exit was asked."""
+        if self._woken_by is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._wake = loop.create_future()
+        fd = self._sock.fileno()
+        loop.add_reader(fd, self._wake_up, "connection")
+        try:
+            await self._wake
+        finally:
+            loop.remove_reader(fd)
+            self._wake = None
+
     async def _serve(self) -> None:
+        await self._until_needed()
+        if self._exit_requested:
+            return
+        woken_by = self._woken_by
+        log.info("loading the server stack (%s)", woken_by)
         # Imported off the loop: meanwhile it runs what is posted to it (the agent
-        # panel opened right at start-up starts its agent at once, issue 25 item 1).
+        # panel starts its agent at once, issue 25 item 1).
         await asyncio.to_thread(_import_server_stack)
         import anyio
         import uvicorn
@@ -234,20 +282,30 @@ class CompanionServer:
                 await stack.enter_async_context(lifespan)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self.streams.keep_alive, self.options.keep_alive_seconds)
-                tg.start_soon(self._warm_up, server, app)
+                tg.start_soon(self._started, server, app, woken_by == "warm")
                 await server.serve(sockets=[self._sock])
                 tg.cancel_scope.cancel()
 
-    async def _warm_up(self, server: uvicorn.Server, app: ASGIApp) -> None:
-        """Run one throwaway MCP session through the whole app as soon as it serves.
+    async def _started(self, server: uvicorn.Server, app: ASGIApp, warm_up: bool) -> None:
+        """Once Uvicorn serves: say so, and warm the app up when a client was only
+        announced (one already waiting warms it with its own requests, and a
+        throwaway session beside them would only slow them down)."""
+        while not server.started:  # noqa: ASYNC110 (uvicorn offers a flag, no event)
+            await asyncio.sleep(0.002)
+        if warm_up:
+            await self._warm_up(app)
+        self.serving.set()
+        if self._on_serving is not None:
+            self._on_serving()
+
+    async def _warm_up(self, app: ASGIApp) -> None:
+        """Run one throwaway MCP session through the whole app.
 
         The first request of each kind costs the SDK and pydantic 10-25 ms of lazy
         set-up (about 50 ms for initialize, tools/list and tools/call together, ten
         times a later one): paid here, in the server thread, rather than by the
         first CLI that connects. It goes straight to the ASGI app, so no socket,
         no CLI session (no GET stream) and nothing the user can see."""
-        while not server.started:  # noqa: ASYNC110 (uvicorn offers a flag, no event)
-            await asyncio.sleep(0.002)
         from .warm_up import warm_up
 
         started = time.perf_counter()
