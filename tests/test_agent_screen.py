@@ -48,6 +48,25 @@ def panel_nvim(nvim_factory: Callable[..., Nvim], tmp_path: Path, columns: int) 
     return nvim
 
 
+def transcript_status(nvim: Nvim) -> str:
+    """The transcript window's status line as the screen shows it."""
+    win = nvim.lua("return (require('gemini_companion.agent.panel').windows())")
+    return str(
+        nvim.lua(
+            """
+local win = ...
+local row, col = unpack(vim.api.nvim_win_get_position(win))
+local cells = {}
+for c = col + 1, col + vim.api.nvim_win_get_width(win) do
+  cells[#cells + 1] = vim.fn.screenstring(row + vim.api.nvim_win_get_height(win) + 1, c)
+end
+return table.concat(cells)
+""",
+            win,
+        )
+    )
+
+
 @pytest.mark.parametrize("columns", [80, 60, 50])
 def test_a_confirmations_options_wrap_under_their_indent_in_a_narrow_panel(
     nvim_factory: Callable[..., Nvim], tmp_path: Path, columns: int
@@ -71,6 +90,8 @@ def test_a_confirmations_options_wrap_under_their_indent_in_a_narrow_panel(
     # The question itself wraps under its own indent too.
     ask = next(i for i, row in enumerate(rows) if row.startswith("  ? Waiting"))
     assert rows[ask + 1].startswith("    "), shown
+    # The status line says first that the agent waits (a narrow panel cuts its end).
+    assert transcript_status(nvim).startswith(" agent: waiting"), shown
 
 
 def test_the_prompts_status_line_starts_with_the_help_key_in_a_narrow_panel(

@@ -24,12 +24,14 @@ function M.busy()
   return s == "working" or s == "waiting" or s == "starting"
 end
 
---- The panel's status line: the protocol, then the mode and model when the agent
---- has them (ACP), then the summary.
+--- The panel's status line: the summary (what the agent is doing), the protocol,
+--- then the mode and model when the agent has them (ACP).
 ---@return string
 function M.header()
   local s = M.current
-  local parts = { "Gemini agent" }
+  -- The summary first: a narrow panel cuts the line at its end.
+  local summary = M.summary()
+  local parts = summary ~= "" and { summary .. " ", "Gemini agent" } or { "Gemini agent" }
   if s.protocol then
     parts[#parts + 1] = "(" .. s.protocol .. ")"
   end
@@ -38,10 +40,6 @@ function M.header()
   end
   if s.model then
     parts[#parts + 1] = "model: " .. s.model
-  end
-  local summary = M.summary()
-  if summary ~= "" then
-    parts[#parts + 1] = " " .. summary
   end
   return table.concat(parts, "  ")
 end
