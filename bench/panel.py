@@ -53,11 +53,14 @@ def attach_ui(nvim: Nvim) -> None:
 
 
 def highlighting(nvim: Nvim) -> str:
-    """What highlights the transcript: "tree-sitter (markdown)" or the syntax's name."""
+    """What highlights the transcript: "markdown line by line" (agent/markdown.lua),
+    "tree-sitter (markdown)" or the syntax's name."""
     return str(
         nvim.lua(
             "local b = require('gemini_companion.agent.transcript').buffer()"
             " if vim.treesitter.highlighter.active[b] then return 'tree-sitter (markdown)' end"
+            " if require('gemini_companion.config').get().agent.markdown == true then"
+            "   return 'markdown line by line (agent/markdown.lua)' end"
             " return 'syntax ' .. vim.bo[b].syntax"
         )
     )

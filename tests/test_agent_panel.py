@@ -569,56 +569,6 @@ def test_a_huge_line_is_cut_so_neovim_holds_only_what_it_shows(agent_nvim: Nvim)
     assert answers_within(nvim, 0.5)
 
 
-def test_the_transcript_is_markdown_with_code_fences_in_their_language(
-    agent_nvim: Nvim,
-) -> None:
-    nvim = agent_nvim
-    nvim.api.command("GeminiAgent markdown")
-    text = wait_transcript(nvim, "local x = 1\n```")
-    lines = text.split("\n")
-    found = nvim.lua(
-        """
-        local heading, role, code = ...
-        local buf = require('gemini_companion.agent.transcript').buffer()
-        local function captures(row)
-          local out = {}
-          for _, c in ipairs(vim.treesitter.get_captures_at_pos(buf, row, 0)) do
-            out[#out + 1] = c.lang .. ':' .. c.capture
-          end
-          return out
-        end
-        return {
-          active = vim.treesitter.highlighter.active[buf] ~= nil,
-          heading = captures(heading),
-          role = captures(role),
-          code = captures(code),
-        }
-        """,
-        lines.index("## Summary"),
-        lines.index("▍ Gemini"),
-        lines.index("local x = 1"),
-    )
-    assert found["active"], "no tree-sitter highlighter on the transcript"
-    assert any("markup.heading" in c for c in found["heading"]), found
-    # The panel's role line is not a markdown heading: never taken for the model's.
-    assert not any("heading" in c for c in found["role"]), found
-    assert any(c.startswith("lua:") for c in found["code"]), found
-
-
-def test_agent_markdown_false_shows_the_transcript_as_plain_text(agent_nvim: Nvim) -> None:
-    nvim = agent_nvim
-    # As `setup({ agent = { markdown = false } })` leaves it, before the panel opens.
-    nvim.lua("require('gemini_companion.config').get().agent.markdown = false")
-    nvim.api.command("GeminiAgent markdown")
-    wait_transcript(nvim, "local x = 1\n```")
-    shown = nvim.lua(
-        "local buf = require('gemini_companion.agent.transcript').buffer()"
-        " return { ts = vim.treesitter.highlighter.active[buf] ~= nil,"
-        " syntax = vim.bo[buf].syntax }"
-    )
-    assert shown == {"ts": False, "syntax": "gemini_agent"}
-
-
 def test_the_real_agents_multi_line_shell_command_is_shown_in_full_before_it_runs(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:

@@ -64,6 +64,7 @@ local lua_types = {
   strings = "table",
   env = "table",
   border = { "string", "table" },
+  choice = { "string", "boolean" },
   table = "table",
 }
 
@@ -104,7 +105,8 @@ local function validate(path, spec, value)
     end
   end
   if spec.enum then
-    check(path, vim.tbl_contains(spec.enum, value), "must be one of " .. table.concat(spec.enum, ", "))
+    local allowed = table.concat(vim.tbl_map(tostring, spec.enum), ", ")
+    check(path, vim.tbl_contains(spec.enum, value), "must be one of " .. allowed)
   end
   if spec.valid then
     check(path, spec.valid(value), spec.invalid)

@@ -23,19 +23,20 @@
 --- Types: "boolean", "number", "integer" (a number, shown as an integer), "string",
 --- "keys" (a key sequence, or false for none), "command" (a non-empty list: a
 --- command and its arguments), "strings" (a list of strings), "env" (a map of
---- environment variables), "border" (as in nvim_open_win()), "table".
+--- environment variables), "border" (as in nvim_open_win()), "choice" (one of
+--- `enum`, which may hold booleans as well as strings), "table".
 ---
 --- This file is long because it is the options' documentation; it holds no code.
 
 ---@class gemini_companion.OptionSpec
 ---@field name string
----@field type "boolean"|"number"|"integer"|"string"|"keys"|"command"|"strings"|"env"|"border"|"table"
+---@field type "boolean"|"number"|"integer"|"string"|"keys"|"command"|"strings"|"env"|"border"|"choice"|"table"
 ---@field default? any
 ---@field unset? string What an option without a default means when unset
 ---@field shown? string The default as the defaults block writes it (e.g. "64 * 1024 * 1024")
 ---@field summary string
 ---@field help? string
----@field enum? string[]
+---@field enum? (string|boolean)[]
 ---@field valid? fun(value: any): boolean
 ---@field invalid? string
 ---@field item_valid? fun(value: any): boolean
@@ -321,10 +322,11 @@ return {
         },
         {
           name = "markdown",
-          type = "boolean",
+          type = "choice",
+          enum = { true, false, "treesitter" },
           default = true,
-          summary = "Highlight the transcript as markdown (tree-sitter)",
-          help = "Highlight the transcript as markdown with Neovim's tree-sitter `markdown` parser (code fences in their language where a parser is installed); false shows plain text, the cheapest while long answers stream in. Read when the transcript is created.",
+          summary = "How the transcript's markdown is highlighted",
+          help = "How the transcript's markdown is highlighted. true: line by line as the answer streams in, code fences in their language (tree-sitter, where the parser is installed) once they close; its cost follows what arrives, not the transcript's size. \"treesitter\": Neovim's tree-sitter highlighter (|treesitter-highlight|), complete (setext headings, HTML, every inline rule) but costly while a long answer streams in. false: plain text. Read when the transcript is created; see |gemini-companion-agent-markdown|.",
         },
         {
           name = "a2a",

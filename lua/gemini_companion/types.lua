@@ -89,7 +89,7 @@
 
 ---@class (exact) gemini_companion.AgentOptions
 ---@field protocol? "a2a"|"acp" The agent's protocol (default "acp")
----@field markdown? boolean Highlight the transcript as markdown (tree-sitter) (default true)
+---@field markdown? true|false|"treesitter" How the transcript's markdown is highlighted (default true)
 ---@field a2a? gemini_companion.AgentA2AOptions The A2A agent
 ---@field acp? gemini_companion.AgentAcpOptions The ACP agent
 ---@field panel? gemini_companion.AgentPanelOptions The panel's windows
@@ -97,7 +97,7 @@
 
 ---@class (exact) gemini_companion.AgentConfig
 ---@field protocol "a2a"|"acp"
----@field markdown boolean
+---@field markdown true|false|"treesitter"
 ---@field a2a gemini_companion.AgentA2AConfig
 ---@field acp gemini_companion.AgentAcpConfig
 ---@field panel gemini_companion.AgentPanelConfig

@@ -39,6 +39,20 @@ OPTIONS = (
 EDIT_OPTIONS = (*OPTIONS, Option("reject_always", "Reject always", "reject_always"))
 
 
+MARKDOWN_CHUNKS = (
+    "## Summary\n\nSome **bo",
+    "ld** text with `inline",
+    " code`.\n\n```lua\nlocal function gre",
+    "et(name)\n  return 'hi ' .. name\nend\n``",
+    "`\n\nDone.\n",
+)
+MARKDOWN_PART = (
+    "## Step {n}\n\nThe function below *counts* the `lines` of a **file**:\n\n"
+    "```lua\nlocal function count(path)\n  return #vim.fn.readfile(path)\nend\n```\n\n"
+    "- first point\n- second point\n\n"
+)
+
+
 class ScriptedTransport(Transport):
     protocol = "a2a"
 
@@ -150,8 +164,17 @@ class ScriptedTransport(Transport):
                 )
                 await asyncio.sleep(0.01)
         elif text == "markdown":
-            for chunk in ("## Summary\n\nSome **bold** text.\n\n```lua\n", "local x = 1\n```\n"):
+            # Lines split across chunks, as a model's stream splits them.
+            for chunk in MARKDOWN_CHUNKS:
                 self.events.emit(MessageChunk(chunk))
+        elif text.startswith("markdown "):
+            # About N bytes of markdown in 997-byte chunks, ending in a fence left open.
+            size = int(text.split()[1])
+            whole = "".join(MARKDOWN_PART.format(n=n) for n in range(size // len(MARKDOWN_PART)))
+            whole += "## Last\n\n```lua\nlocal last = true\n"
+            for i in range(0, len(whole), 997):
+                self.events.emit(MessageChunk(whole[i : i + 997]))
+                await asyncio.sleep(0)
         elif text == "surrogate":
             self.events.emit(MessageChunk("before \ud800 after"))
             self.events.emit(MessageChunk(" and the rest"))

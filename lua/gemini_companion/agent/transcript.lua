@@ -4,12 +4,16 @@
 --- extmark; a tool block is replaced whole on each update, text blocks grow at the
 --- end. The buffer outlives its windows, so reopening the panel shows it again.
 ---
---- Markdown: Neovim's tree-sitter highlighter with the markdown parser (code
---- fences in their language where a parser is installed), which parses what
---- changed once per redraw, so once per batch; without the parser, plain text
---- (syntax/gemini_agent.vim). The panel's own lines (role lines, tool
---- blocks, notices, thoughts) are highlighted by block, not by pattern, through a
---- decoration provider that looks only at the lines on screen.
+--- Markdown (`agent.markdown`): by default agent/markdown.lua, which classifies
+--- each line once as it is drawn (the growing last line again at each batch) and
+--- parses a code fence in its language once, when it closes: the cost follows
+--- what changed, never the transcript's size. "treesitter": Neovim's tree-sitter
+--- highlighter (it re-parses a long answer without headings whole at each batch);
+--- false: plain text (syntax/gemini_agent.vim). The buffer's tree-sitter
+--- language is markdown either way, for the markdown renderers. The panel's own
+--- lines (role lines, tool blocks, notices, thoughts) are highlighted by block,
+--- not by pattern, through a decoration provider that looks only at the lines on
+--- screen.
 local M = {}
 
 local api = vim.api
@@ -27,6 +31,9 @@ local shown = {}
 
 local set_provider -- defined below, with the highlighting by block
 
+---@type boolean highlighted by agent/markdown.lua (set by M.highlight)
+local incremental = false
+
 local NAME = "gemini-agent://transcript"
 
 --- The transcript buffer, created on first use.
@@ -37,6 +44,7 @@ function M.buffer()
   end
   buf = api.nvim_create_buf(false, true)
   order, blocks, shown = {}, {}, {}
+  require("gemini_companion.agent.markdown").reset()
   api.nvim_buf_set_name(buf, NAME)
   local bo = vim.bo[buf]
   bo.buftype = "nofile"
@@ -148,15 +156,21 @@ function set_provider()
   })
 end
 
---- Markdown highlighting for the transcript: tree-sitter when the markdown parser
---- is there (markdown renderers such as render-markdown.nvim and markview.nvim
---- draw over it when `gemini_agent` is in their file types), else plain text.
+--- Markdown highlighting for the transcript, as `agent.markdown` says: true
+--- (agent/markdown.lua), "treesitter" (Neovim's highlighter; plain text without
+--- the parser) or false (plain text). The buffer is registered as markdown for
+--- tree-sitter in every case: markdown renderers such as render-markdown.nvim and
+--- markview.nvim parse it themselves when `gemini_agent` is in their file types.
 ---@param b integer
 function M.highlight(b)
   pcall(vim.treesitter.language.register, "markdown", "gemini_agent")
   local config = require("gemini_companion.config").get()
-  local markdown = not (config and config.agent and config.agent.markdown == false)
-  if not markdown or not pcall(vim.treesitter.start, b, "markdown") then
+  local markdown = config and config.agent and config.agent.markdown
+  if markdown == nil then
+    markdown = true
+  end
+  incremental = markdown == true
+  if markdown ~= "treesitter" or not pcall(vim.treesitter.start, b, "markdown") then
     vim.bo[b].syntax = "gemini_agent"
   end
 end
@@ -263,6 +277,7 @@ end
 ---@param id integer
 ---@param text string
 ---@param prefix string
+---@return integer first the first row it changed
 local function append(b, id, text, prefix)
   if not blocks[id] then
     add_block(b, id, { "", "" })
@@ -275,6 +290,7 @@ local function append(b, id, text, prefix)
     pieces[i] = prefix .. pieces[i]
   end
   api.nvim_buf_set_lines(b, last, last + 1, false, pieces)
+  return last
 end
 
 --- Windows showing the transcript whose cursor was on the last line: they follow
@@ -292,6 +308,22 @@ local function following(b)
   return wins
 end
 
+---@return table
+local function markdown()
+  return require("gemini_companion.agent.markdown")
+end
+
+--- The last block is over (a block follows it, or the turn ended): a code fence
+--- left open at its end is highlighted in its language.
+---@param b integer
+local function finish_last(b)
+  local id = order[#order]
+  if id then
+    local start, finish = range(b, id)
+    markdown().finish(b, id, start, finish)
+  end
+end
+
 local levels = { info = vim.log.levels.INFO, warning = vim.log.levels.WARN, error = vim.log.levels.ERROR }
 
 --- Draw one batch (agent/view.py, through host.lua's agent_draw). Each op is
@@ -307,9 +339,21 @@ function M._apply(ops)
     if op.op == "block" or op.op == "append" then
       local ok, err = pcall(function()
         if op.op == "block" then
+          if incremental and not blocks[op.id] then
+            finish_last(b)
+          end
           draw_block(b, op)
+          if incremental then
+            local start, finish = range(b, op.id)
+            local kind = blocks[op.id].kind
+            markdown().update(b, op.id, kind, start, start, finish, kind ~= "message" and kind ~= "text")
+          end
         else
-          append(b, op.id, op.text, op.prefix or "")
+          local first = append(b, op.id, op.text, op.prefix or "")
+          if incremental then
+            local start = range(b, op.id)
+            markdown().update(b, op.id, blocks[op.id].kind, start, first, api.nvim_buf_line_count(b), false)
+          end
         end
       end)
       if not ok then
@@ -330,6 +374,9 @@ function M._apply(ops)
   end
   for _, op in ipairs(ops) do
     if op.op == "state" then
+      if incremental and op.state and op.state.state ~= "working" then
+        pcall(finish_last, b)
+      end
       require("gemini_companion.agent.state")._update(op.state)
     elseif op.op == "notify" then
       pcall(messages.post, op.text, levels[op.level] or vim.log.levels.INFO)

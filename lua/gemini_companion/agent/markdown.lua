@@ -1,0 +1,432 @@
+--- Markdown highlighting of the transcript whose cost follows what changed, never
+--- the transcript's size (issue 25 item 2, issue 22 item 4).
+---
+--- Neovim's tree-sitter highlighter re-parses a growing answer without headings
+--- whole after each batch (one markdown `section`), and parses the inline and
+--- HTML injections of the lines on screen at each redraw (bench/markdown_parse.lua
+--- measures both). Here, instead, each line is classified once by Lua patterns
+--- when it arrives (the growing last line again at each batch): headings, list
+--- markers, block quotes, rules, tables, fence lines and bodies, inline code,
+--- bold, italic, strikethrough and links. The result is real extmarks in the
+--- namespace `gemini_companion_agent_markdown` with the tree-sitter capture groups
+--- (`@markup.heading.1.markdown`, `@markup.strong.markdown_inline`, ...), so colour
+--- schemes colour it as they colour markdown. A code fence is parsed in its
+--- language once, when it closes (or when its block ends with it open), with
+--- `vim.treesitter.get_string_parser` on the fence's text alone and the
+--- language's `highlights` query: namespace `gemini_companion_agent_code`.
+---
+--- A block's state (the rows classified so far and the fence open at their end)
+--- is kept by block id, with rows relative to the block's first line, so blocks
+--- replaced above it do not disturb it.
+local M = {}
+
+local api = vim.api
+
+M.ns = api.nvim_create_namespace("gemini_companion_agent_markdown")
+M.code_ns = api.nvim_create_namespace("gemini_companion_agent_code")
+
+--- The block kinds whose lines are markdown: the agent's answers and the prompts.
+--- Tool blocks, notices and thoughts are the panel's own (transcript.lua).
+M.KINDS = { message = true, text = true, prompt = true }
+
+---@class gemini_companion.MarkdownFence
+---@field open integer its opening line, relative to the block's first
+---@field char string "`" or "~"
+---@field len integer the length of the opening run
+---@field info string the info string's first word ("" when none)
+---@field lit? integer the end (exclusive, relative) of the body highlighted in its language
+
+---@class gemini_companion.MarkdownState
+---@field done integer rows of the block (from its first) whose state is folded in
+---@field fence? gemini_companion.MarkdownFence the fence open after those rows
+
+---@type table<integer, gemini_companion.MarkdownState>
+local states = {}
+
+--- Forget every block (a new transcript buffer).
+function M.reset()
+  states = {}
+end
+
+local PRI = vim.hl.priorities.treesitter -- 100, as Neovim's highlighter
+local RAW = "@markup.raw.block.markdown"
+
+---@param b integer
+---@param row integer
+---@param col integer
+---@param end_col integer
+---@param group string
+---@param priority? integer
+local function mark(b, row, col, end_col, group, priority)
+  if end_col > col then
+    api.nvim_buf_set_extmark(b, M.ns, row, col, { end_col = end_col, hl_group = group, priority = priority or PRI })
+  end
+end
+
+-- Inline ------------------------------------------------------------------------
+
+--- `s` with bytes `from`..`to` replaced by "\1", so later patterns skip them.
+---@param s string
+---@param from integer
+---@param to integer
+---@return string
+local function mask(s, from, to)
+  return s:sub(1, from - 1) .. ("\1"):rep(to - from + 1) .. s:sub(to + 1)
+end
+
+--- Delimited spans (`**x**`, `*x*`, `~~x~~`): a pattern with two captures of
+--- positions, the content's first and one past its last byte; `delim` long
+--- delimiters around it.
+---@param b integer
+---@param row integer
+---@param s string the line, masked
+---@param pattern string
+---@param delim integer
+---@param group string
+---@return string s masked where matched
+local function spans(b, row, s, pattern, delim, group)
+  local init = 1
+  while true do
+    local from, to = s:find(pattern, init)
+    if not from then
+      return s
+    end
+    mark(b, row, from - 1, to, group)
+    s = mask(s, from, from + delim - 1)
+    s = mask(s, to - delim + 1, to)
+    init = to + 1
+  end
+end
+
+--- Inline markdown of one line from byte `col` (0-based): code spans, links,
+--- bold, italic, strikethrough.
+---@param b integer
+---@param row integer
+---@param line string
+---@param col integer
+local function inline(b, row, line, col)
+  local s = col > 0 and (("\1"):rep(col) .. line:sub(col + 1)) or line
+  if not s:find("[`*_~%[<]") then
+    return
+  end
+  -- Code spans first: nothing inside them is markdown.
+  local init = 1
+  while true do
+    local from, to, ticks = s:find("(`+)", init)
+    if not from then
+      break
+    end
+    local close_from, close_to = s:find(ticks, to + 1, true)
+    while close_from and s:sub(close_to + 1, close_to + 1) == "`" do
+      local _, run_end = s:find("^`+", close_from)
+      close_from, close_to = s:find(ticks, run_end + 1, true)
+    end
+    if not close_from then
+      init = to + 1
+    else
+      mark(b, row, from - 1, close_to, "@markup.raw.markdown_inline")
+      s = mask(s, from, close_to)
+      init = close_to + 1
+    end
+  end
+  -- Links: [text](destination), and <autolinks>.
+  init = 1
+  while true do
+    local from, to = s:find("%[[^%]\1]-%]%([^%)%s\1]*%)", init)
+    if not from then
+      break
+    end
+    local close = s:find("](", from, true) -- the end of the link's text
+    mark(b, row, from - 1, from, "@markup.link.markdown_inline")
+    mark(b, row, from, close - 1, "@markup.link.label.markdown_inline")
+    mark(b, row, close - 1, close + 1, "@markup.link.markdown_inline")
+    mark(b, row, close + 1, to - 1, "@markup.link.url.markdown_inline")
+    mark(b, row, to - 1, to, "@markup.link.markdown_inline")
+    s = mask(s, from, to)
+    init = to + 1
+  end
+  init = 1
+  while true do
+    local from, to = s:find("<%a[%w+.-]*:[^%s<>\1]+>", init)
+    if not from then
+      break
+    end
+    mark(b, row, from - 1, to, "@markup.link.url.markdown_inline")
+    s = mask(s, from, to)
+    init = to + 1
+  end
+  if not s:find("[*_~]") then
+    return
+  end
+  s = spans(b, row, s, "%*%*[^%s*\1][^\1]-%*%*", 2, "@markup.strong.markdown_inline")
+  s = spans(b, row, s, "%f[%w_]__[^%s_\1][^\1]-__%f[^%w_]", 2, "@markup.strong.markdown_inline")
+  s = spans(b, row, s, "~~[^%s~\1][^\1]-~~", 2, "@markup.strikethrough.markdown_inline")
+  s = spans(b, row, s, "%*[^%s*\1][^*\1]-%*", 1, "@markup.italic.markdown_inline")
+  spans(b, row, s, "%f[%w_]_[^%s_\1][^_\1]-_%f[^%w_]", 1, "@markup.italic.markdown_inline")
+end
+
+-- Lines -------------------------------------------------------------------------
+
+--- A fence line: its indent, the run of ` or ~, and the rest.
+---@param line string
+---@return string? indent, string? run, string? rest
+local function fence_line(line)
+  local indent, run, rest = line:match("^( ?%s?%s?)(```+)(.*)$")
+  if run and not rest:find("`", 1, true) then
+    return indent, run, rest
+  end
+  indent, run, rest = line:match("^( ?%s?%s?)(~~~+)(.*)$")
+  if run then
+    return indent, run, rest
+  end
+end
+
+--- Classify one line outside a fence and set its marks; returns the fence it
+--- opens, if it does.
+---@param b integer
+---@param row integer absolute
+---@param rel integer relative to the block's first line
+---@param line string
+---@return gemini_companion.MarkdownFence?
+local function classify(b, row, rel, line)
+  if line == "" then
+    return nil
+  end
+  local _, run, rest = fence_line(line)
+  if run then
+    mark(b, row, 0, #line, RAW, 90)
+    local info_at = rest:find("%S")
+    if info_at then
+      mark(b, row, #line - #rest + info_at - 1, #line, "@label.markdown")
+    end
+    return { open = rel, char = run:sub(1, 1), len = #run, info = rest:match("^%s*([^%s{`]+)") or "" }
+  end
+  local hashes = line:match("^ ?%s?%s?(#+)%s") or line:match("^ ?%s?%s?(#+)$")
+  if hashes and #hashes <= 6 then
+    mark(b, row, 0, #line, ("@markup.heading.%d.markdown"):format(#hashes))
+    inline(b, row, line, 0)
+    return nil
+  end
+  local rule = line:match("^ ?%s?%s?([-*_])")
+  if rule and line:find("^[%s%" .. rule .. "]+$") and select(2, line:gsub("%" .. rule, "")) >= 3 then
+    mark(b, row, 0, #line, "@punctuation.special.markdown")
+    return nil
+  end
+  local col = 0
+  -- Block quotes (nested: "> > "), then a list item inside.
+  local quote_end = line:match("^%s*>[>%s]*()")
+  if quote_end then
+    mark(b, row, 0, #line, "@markup.quote.markdown", 90)
+    mark(b, row, 0, quote_end - 1, "@punctuation.special.markdown")
+    col = quote_end - 1
+  end
+  local rest_line = line:sub(col + 1)
+  local marker_end = rest_line:match("^%s*[-*+]()%s") or rest_line:match("^%s*%d+[.)]()%s")
+  if marker_end then
+    local marker_from = rest_line:find("%S")
+    mark(b, row, col + marker_from - 1, col + marker_end - 1, "@markup.list.markdown")
+    col = col + marker_end
+    local box = line:match("^%[([ xX])%]", col + 1)
+    if box then
+      local group = box == " " and "@markup.list.unchecked.markdown" or "@markup.list.checked.markdown"
+      mark(b, row, col, col + 3, group)
+      col = col + 3
+    end
+  elseif rest_line:find("^%s*|") then
+    -- A table row: its pipes; a delimiter row whole.
+    if rest_line:find("^[%s|:%-]+$") and rest_line:find("-", 1, true) then
+      mark(b, row, col, #line, "@punctuation.special.markdown")
+      return nil
+    end
+    local init = col + 1
+    while true do
+      local at = line:find("|", init, true)
+      if not at then
+        break
+      end
+      if line:sub(at - 1, at - 1) ~= "\\" then
+        mark(b, row, at - 1, at, "@punctuation.special.markdown")
+      end
+      init = at + 1
+    end
+  end
+  inline(b, row, line, col)
+  return nil
+end
+
+-- Code in its language -------------------------------------------------------------
+
+---@type table<string, string|false>
+local langs = {}
+
+--- The tree-sitter language of a fence's info string, when its parser is
+--- installed ("py" and "sh" through the file types of `x.py`, `x.sh`), else false.
+---@param info string
+---@return string|false
+local function lang_of(info)
+  info = info:lower()
+  if langs[info] ~= nil then
+    return langs[info]
+  end
+  local found = false
+  if info:match("^[%w_+#.-]+$") then
+    local candidates = { info, vim.treesitter.language.get_lang(info) }
+    local ft = vim.filetype.match({ filename = "x." .. info })
+    if ft then
+      candidates[#candidates + 1] = vim.treesitter.language.get_lang(ft) or ft
+    end
+    for _, lang in ipairs(candidates) do
+      if lang:match("^[%w_]+$") and pcall(vim.treesitter.language.add, lang) then
+        local ok, query = pcall(vim.treesitter.query.get, lang, "highlights")
+        if ok and query then
+          found = lang
+          break
+        end
+      end
+    end
+  end
+  langs[info] = found
+  return found
+end
+
+--- Highlight a fence's body (rows `first`..`last` - 1, absolute) in its language:
+--- one parse of its text, one pass of the highlights query.
+---@param b integer
+---@param first integer
+---@param last integer
+---@param info string
+local function highlight_code(b, first, last, info)
+  api.nvim_buf_clear_namespace(b, M.code_ns, first, last)
+  local lang = last > first and lang_of(info)
+  if not lang then
+    return
+  end
+  local text = table.concat(api.nvim_buf_get_lines(b, first, last, false), "\n")
+  local ok, parser = pcall(vim.treesitter.get_string_parser, text, lang)
+  local query = ok and vim.treesitter.query.get(lang, "highlights")
+  if not query then
+    return
+  end
+  local tree = parser:parse()[1]
+  if not tree then
+    return
+  end
+  local names = query.captures
+  local groups = {} ---@type table<integer, string|false>
+  for id, node, metadata in query:iter_captures(tree:root(), text) do
+    local group = groups[id]
+    if group == nil then
+      local name = names[id]
+      group = not (name:find("^_") or name == "spell" or name == "nospell" or name == "conceal")
+        and ("@" .. name .. "." .. lang)
+      groups[id] = group
+    end
+    if group then
+      local sr, sc, er, ec = node:range()
+      local priority = tonumber(metadata.priority or metadata[id] and metadata[id].priority) or PRI
+      api.nvim_buf_set_extmark(b, M.code_ns, first + sr, sc, {
+        end_row = first + er,
+        end_col = ec,
+        hl_group = group,
+        priority = priority,
+        strict = false,
+      })
+    end
+  end
+  parser:destroy()
+end
+
+--- Light the fence's body up to `to` (relative, exclusive) once.
+---@param b integer
+---@param start integer the block's first line
+---@param fence gemini_companion.MarkdownFence
+---@param to integer
+local function light(b, start, fence, to)
+  if fence.lit ~= to then
+    fence.lit = to
+    highlight_code(b, start + fence.open + 1, start + to, fence.info)
+  end
+end
+
+-- Blocks ------------------------------------------------------------------------
+
+--- Classify rows `first`..`finish` - 1 of the block `id` (first line `start`)
+--- after they changed. `complete`: the block's last line is final (a block
+--- replaced whole), else it may still grow and is classified again next time.
+---@param b integer
+---@param id integer
+---@param kind string
+---@param start integer
+---@param first integer
+---@param finish integer
+---@param complete boolean
+function M.update(b, id, kind, start, first, finish, complete)
+  api.nvim_buf_clear_namespace(b, M.ns, first, finish)
+  api.nvim_buf_clear_namespace(b, M.code_ns, first, finish)
+  if not M.KINDS[kind] then
+    states[id] = nil
+    return
+  end
+  local st = states[id]
+  if not st or first - start ~= st.done then
+    if first > start then
+      api.nvim_buf_clear_namespace(b, M.ns, start, first)
+      api.nvim_buf_clear_namespace(b, M.code_ns, start, first)
+    end
+    st = { done = 0 }
+    states[id] = st
+    first = start
+  end
+  local lines = api.nvim_buf_get_lines(b, first, finish, false)
+  local fence = st.fence
+  local folds = complete and #lines or #lines - 1
+  for i, line in ipairs(lines) do
+    local row = first + i - 1
+    local rel = row - start
+    if fence then
+      local _, run, rest = fence_line(line)
+      if run and run:sub(1, 1) == fence.char and #run >= fence.len and rest:find("^%s*$") then
+        mark(b, row, 0, #line, RAW, 90)
+        light(b, start, fence, rel)
+        fence = nil
+      elseif line ~= "" then
+        mark(b, row, 0, #line, RAW, 90)
+      end
+    else
+      fence = classify(b, row, rel, line)
+    end
+    if i == folds then
+      st.done, st.fence = rel + 1, fence
+    end
+  end
+  if complete and fence then
+    light(b, start, fence, finish - start)
+  end
+end
+
+--- The block `id` is over (its turn ended, or another block follows it): a fence
+--- still open at its end is highlighted in its language to the end.
+---@param b integer
+---@param id integer
+---@param start integer
+---@param finish integer
+function M.finish(b, id, start, finish)
+  local st = states[id]
+  if not st then
+    return
+  end
+  local fence = st.fence
+  if fence and st.done < finish - start then
+    -- The last line: a closing fence, or more of the body.
+    local last = api.nvim_buf_get_lines(b, finish - 1, finish, false)[1] or ""
+    local _, run, rest = fence_line(last)
+    if run and run:sub(1, 1) == fence.char and #run >= fence.len and rest:find("^%s*$") then
+      return -- closed: lit when it was drawn
+    end
+  end
+  if fence then
+    light(b, start, fence, finish - start)
+  end
+end
+
+return M

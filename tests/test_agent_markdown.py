@@ -1,0 +1,210 @@
+"""The transcript's markdown (issue 22 item 4, issue 25 item 2) in a real Neovim, the
+answer streamed through the real Python host by the scripted transport
+(tests/agent_fakes): agent/markdown.lua's highlights are real extmarks, read here
+by group; ``agent.markdown = "treesitter"`` gives Neovim's own highlighter, and
+false plain text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_setup import wait_agent, wait_transcript
+from harness import ROOT, Nvim
+
+SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
+
+# The highlights on a transcript row, as "group:text" (the text the mark covers on
+# that row), from the markdown and the code namespaces.
+MARKS = """
+local row = ...
+local buf = require('gemini_companion.agent.transcript').buffer()
+local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+local out = {}
+for _, name in ipairs({ 'gemini_companion_agent_markdown', 'gemini_companion_agent_code' }) do
+  local ns = vim.api.nvim_get_namespaces()[name]
+  local found = vim.api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, { details = true })
+  for _, m in ipairs(found) do
+    local d = m[4]
+    local finish = d.end_row == row and d.end_col or #line
+    out[#out + 1] = d.hl_group .. ':' .. line:sub(m[3] + 1, finish)
+  end
+end
+return out
+"""
+
+# Every mark of both namespaces as "row:col:end_row:end_col:group", sorted; with
+# an argument, after classifying the whole transcript again at once (what the
+# stream's marks must equal).
+ALL_MARKS = """
+local again = ...
+local buf = require('gemini_companion.agent.transcript').buffer()
+local md = require('gemini_companion.agent.markdown')
+if type(again) == 'number' then
+  md.reset()
+  local count = vim.api.nvim_buf_line_count(buf)
+  vim.api.nvim_buf_clear_namespace(buf, md.ns, 0, -1)
+  vim.api.nvim_buf_clear_namespace(buf, md.code_ns, 0, -1)
+  local first = again
+  md.update(buf, -1, 'message', first, first, count, true)
+end
+local out = {}
+for _, ns in ipairs({ md.ns, md.code_ns }) do
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })) do
+    out[#out + 1] = table.concat({ m[2], m[3], m[4].end_row, m[4].end_col, m[4].hl_group }, ':')
+  end
+end
+table.sort(out)
+return out
+"""
+
+
+@pytest.fixture
+def md_nvim(nvim_factory: Callable[..., Nvim], tmp_path: Path) -> Nvim:
+    work = tmp_path / "work"
+    work.mkdir()
+    nvim = nvim_factory(
+        cwd=work,
+        env={
+            "GEMINI_COMPANION_TEST_TRANSPORT": SCRIPTED,
+            "SCRIPTED_TRANSPORT_LOG": str(tmp_path / "transport.jsonl"),
+        },
+    )
+    nvim.wait_running()
+    return nvim
+
+
+def marks(nvim: Nvim, row: int) -> list[str]:
+    return list(nvim.lua(MARKS, row))
+
+
+def groups(nvim: Nvim, row: int) -> list[str]:
+    return [m.split(":", 1)[0] for m in marks(nvim, row)]
+
+
+def lua_parser(nvim: Nvim) -> bool:
+    return bool(nvim.lua("return (pcall(vim.treesitter.language.add, 'lua'))"))
+
+
+def test_a_streamed_answer_is_highlighted_as_markdown_with_its_code_fence_in_lua(
+    md_nvim: Nvim,
+) -> None:
+    nvim = md_nvim
+    nvim.api.command("GeminiAgent markdown")
+    text = wait_transcript(nvim, "\nDone.")
+    wait_agent(nvim, "idle", lambda s: s["state"] == "idle")
+    lines = text.split("\n")
+    heading = lines.index("## Summary")
+    assert groups(nvim, heading) == ["@markup.heading.2.markdown"]
+    # A line that arrived in three chunks is highlighted as a whole.
+    prose = lines.index("Some **bold** text with `inline code`.")
+    assert sorted(marks(nvim, prose)) == [
+        "@markup.raw.markdown_inline:`inline code`",
+        "@markup.strong.markdown_inline:**bold**",
+    ]
+    # The panel's role line is not a markdown heading: never taken for the model's.
+    assert not any("heading" in g for g in groups(nvim, lines.index("▍ Gemini")))
+    assert groups(nvim, lines.index("```lua")) == ["@markup.raw.block.markdown", "@label.markdown"]
+    body = lines.index("local function greet(name)")
+    assert "@markup.raw.block.markdown" in groups(nvim, body)
+    if lua_parser(nvim):
+        found = marks(nvim, body)
+        assert "@keyword.function.lua:function" in found, found
+        assert "@function.lua:greet" in found, found
+        assert "@string.lua:'hi '" in marks(nvim, body + 1)
+    # The closing fence arrived split ("``" then "`"): the text after it is prose.
+    assert groups(nvim, lines.index("Done.")) == []
+
+
+def test_a_1_mb_answer_is_highlighted_as_if_drawn_at_once_and_its_last_open_fence_too(
+    md_nvim: Nvim,
+) -> None:
+    nvim = md_nvim
+    nvim.api.command("GeminiAgent markdown 1000000")
+    wait_agent(nvim, "idle", lambda s: s["state"] == "idle", timeout=120)
+    text = wait_transcript(nvim, "local last = true")
+    lines = text.split("\n")
+    assert len(lines) > 30_000
+    last = lines.index("local last = true")
+    assert groups(nvim, lines.index("## Last")) == ["@markup.heading.2.markdown"]
+    if lua_parser(nvim):
+        # The answer ended with this fence open: it is highlighted in its language.
+        assert "@keyword.lua:local" in marks(nvim, last)
+        assert "@boolean.lua:true" in marks(nvim, last)
+    # The marks left by 1000 batches, each line split anywhere, are those of
+    # classifying the answer whole at once.
+    start = lines.index("▍ Gemini") + 1
+    streamed = nvim.lua(ALL_MARKS)
+    assert len(streamed) > 100_000
+    again: Any = nvim.lua(ALL_MARKS, start)
+    assert streamed == again
+
+
+def test_agent_markdown_treesitter_uses_neovims_highlighter_with_fences_in_their_language(
+    md_nvim: Nvim,
+) -> None:
+    nvim = md_nvim
+    # As `setup({ agent = { markdown = "treesitter" } })` leaves it, before the panel opens.
+    nvim.lua("require('gemini_companion.config').get().agent.markdown = 'treesitter'")
+    nvim.api.command("GeminiAgent markdown")
+    text = wait_transcript(nvim, "\nDone.")
+    lines = text.split("\n")
+    found = nvim.lua(
+        """
+        local heading, role, code = ...
+        local buf = require('gemini_companion.agent.transcript').buffer()
+        local function captures(row)
+          local out = {}
+          for _, c in ipairs(vim.treesitter.get_captures_at_pos(buf, row, 0)) do
+            out[#out + 1] = c.lang .. ':' .. c.capture
+          end
+          return out
+        end
+        return {
+          active = vim.treesitter.highlighter.active[buf] ~= nil,
+          heading = captures(heading),
+          role = captures(role),
+          code = captures(code),
+        }
+        """,
+        lines.index("## Summary"),
+        lines.index("▍ Gemini"),
+        lines.index("local function greet(name)"),
+    )
+    assert found["active"], "no tree-sitter highlighter on the transcript"
+    assert any("markup.heading" in c for c in found["heading"]), found
+    assert not any("heading" in c for c in found["role"]), found
+    assert any(c.startswith("lua:") for c in found["code"]), found
+    assert marks(nvim, lines.index("## Summary")) == []  # not both highlighters
+
+
+def test_agent_markdown_false_shows_the_transcript_as_plain_text(md_nvim: Nvim) -> None:
+    nvim = md_nvim
+    nvim.lua("require('gemini_companion.config').get().agent.markdown = false")
+    nvim.api.command("GeminiAgent markdown")
+    text = wait_transcript(nvim, "\nDone.")
+    shown = nvim.lua(
+        "local buf = require('gemini_companion.agent.transcript').buffer()"
+        " return { ts = vim.treesitter.highlighter.active[buf] ~= nil,"
+        " syntax = vim.bo[buf].syntax }"
+    )
+    assert shown == {"ts": False, "syntax": "gemini_agent"}
+    assert marks(nvim, text.split("\n").index("## Summary")) == []
+
+
+def test_the_transcript_is_markdown_for_tree_sitter_whatever_highlights_it(
+    md_nvim: Nvim,
+) -> None:
+    """Markdown renderers (render-markdown.nvim, markview.nvim) parse the buffer
+    themselves: its tree-sitter language stays markdown with the default highlighter."""
+    nvim = md_nvim
+    nvim.api.command("GeminiAgent markdown")
+    wait_transcript(nvim, "\nDone.")
+    found = nvim.lua(
+        "local buf = require('gemini_companion.agent.transcript').buffer()"
+        " local parser = vim.treesitter.get_parser(buf)"
+        " return { lang = parser:lang(), ft = vim.bo[buf].filetype }"
+    )
+    assert found == {"lang": "markdown", "ft": "gemini_agent"}
