@@ -326,7 +326,7 @@ return {
           enum = { true, false, "treesitter" },
           default = true,
           summary = "How the transcript's markdown is highlighted",
-          help = "How the transcript's markdown is highlighted. true: line by line as the answer streams in, code fences in their language (tree-sitter, where the parser is installed) once they close; its cost follows what arrives, not the transcript's size. \"treesitter\": Neovim's tree-sitter highlighter (|treesitter-highlight|), complete (setext headings, HTML, every inline rule) but costly while a long answer streams in. false: plain text. Read when the transcript is created; see |gemini-companion-agent-markdown|.",
+          help = "How the transcript's markdown is highlighted. true: line by line as the answer streams in, code fences in their language (tree-sitter, where the parser is installed) once they close and are on screen; its cost follows what arrives, not the transcript's size. \"treesitter\": Neovim's tree-sitter highlighter (|treesitter-highlight|), complete (setext headings, HTML, every inline rule) but costly while a long answer streams in. false: plain text. Read when the transcript is created; see |gemini-companion-agent-markdown|.",
         },
         {
           name = "a2a",

@@ -10,10 +10,9 @@
 --- bold, italic, strikethrough and links. The result is real extmarks in the
 --- namespace `gemini_companion_agent_markdown` with the tree-sitter capture groups
 --- (`@markup.heading.1.markdown`, `@markup.strong.markdown_inline`, ...), so colour
---- schemes colour it as they colour markdown. A code fence is parsed in its
---- language once, when it closes (or when its block ends with it open), with
---- `vim.treesitter.get_string_parser` on the fence's text alone and the
---- language's `highlights` query: namespace `gemini_companion_agent_code`.
+--- schemes colour it as they colour markdown. A code fence that closed (or was
+--- left open at its block's end) is highlighted in its language by
+--- agent/markdown_code.lua when it is first on screen.
 ---
 --- A block's state (the rows classified so far and the fence open at their end)
 --- is kept by block id, with rows relative to the block's first line, so blocks
@@ -23,7 +22,6 @@ local M = {}
 local api = vim.api
 
 M.ns = api.nvim_create_namespace("gemini_companion_agent_markdown")
-M.code_ns = api.nvim_create_namespace("gemini_companion_agent_code")
 
 --- The block kinds whose lines are markdown: the agent's answers and the prompts.
 --- Tool blocks, notices and thoughts are the panel's own (transcript.lua).
@@ -43,9 +41,33 @@ M.KINDS = { message = true, text = true, prompt = true }
 ---@type table<integer, gemini_companion.MarkdownState>
 local states = {}
 
+---@type boolean the transcript is highlighted here (`agent.markdown` true)
+local enabled = false
+
 --- Forget every block (a new transcript buffer).
 function M.reset()
   states = {}
+end
+
+--- Highlight a new transcript buffer as `agent.markdown` says: true (here),
+--- "treesitter" (Neovim's highlighter; plain text without the parser) or false
+--- (plain text, syntax/gemini_agent.vim). The buffer is markdown for tree-sitter
+--- in every case: markdown renderers such as render-markdown.nvim and
+--- markview.nvim parse it themselves when `gemini_agent` is in their file types.
+---@param b integer
+function M.start(b)
+  M.reset()
+  require("gemini_companion.agent.markdown_code").reset()
+  pcall(vim.treesitter.language.register, "markdown", "gemini_agent")
+  local config = require("gemini_companion.config").get()
+  local markdown = config and config.agent and config.agent.markdown
+  if markdown == nil then
+    markdown = true
+  end
+  enabled = markdown == true
+  if markdown ~= "treesitter" or not pcall(vim.treesitter.start, b, "markdown") then
+    vim.bo[b].syntax = "gemini_agent"
+  end
 end
 
 local PRI = vim.hl.priorities.treesitter -- 100, as Neovim's highlighter
@@ -57,9 +79,11 @@ local RAW = "@markup.raw.block.markdown"
 ---@param end_col integer
 ---@param group string
 ---@param priority? integer
+local opts = { end_col = 0, hl_group = "", priority = PRI } -- reused: read at once
 local function mark(b, row, col, end_col, group, priority)
   if end_col > col then
-    api.nvim_buf_set_extmark(b, M.ns, row, col, { end_col = end_col, hl_group = group, priority = priority or PRI })
+    opts.end_col, opts.hl_group, opts.priority = end_col, group, priority or PRI
+    api.nvim_buf_set_extmark(b, M.ns, row, col, opts)
   end
 end
 
@@ -181,6 +205,12 @@ local function fence_line(line)
   end
 end
 
+---@type table<integer, true> the bytes that can start a line's markdown syntax
+local STARTS = {}
+for ch in ("`~#-*_>+|0123456789"):gmatch(".") do
+  STARTS[ch:byte()] = true
+end
+
 --- Classify one line outside a fence and set its marks; returns the fence it
 --- opens, if it does.
 ---@param b integer
@@ -189,7 +219,14 @@ end
 ---@param line string
 ---@return gemini_companion.MarkdownFence?
 local function classify(b, row, rel, line)
-  if line == "" then
+  local lead = line:find("[^ ]")
+  if not lead then
+    return nil
+  end
+  -- Most lines are prose: the line-level checks run only for a line whose
+  -- first non-blank byte can start their syntax.
+  if not STARTS[line:byte(lead)] then
+    inline(b, row, line, 0)
     return nil
   end
   local _, run, rest = fence_line(line)
@@ -254,89 +291,8 @@ local function classify(b, row, rel, line)
   return nil
 end
 
--- Code in its language -------------------------------------------------------------
-
----@type table<string, string|false>
-local langs = {}
-
---- The tree-sitter language of a fence's info string, when its parser is
---- installed ("py" and "sh" through the file types of `x.py`, `x.sh`), else false.
----@param info string
----@return string|false
-local function lang_of(info)
-  info = info:lower()
-  if langs[info] ~= nil then
-    return langs[info]
-  end
-  local found = false
-  if info:match("^[%w_+#.-]+$") then
-    local candidates = { info, vim.treesitter.language.get_lang(info) }
-    local ft = vim.filetype.match({ filename = "x." .. info })
-    if ft then
-      candidates[#candidates + 1] = vim.treesitter.language.get_lang(ft) or ft
-    end
-    for _, lang in ipairs(candidates) do
-      if lang:match("^[%w_]+$") and pcall(vim.treesitter.language.add, lang) then
-        local ok, query = pcall(vim.treesitter.query.get, lang, "highlights")
-        if ok and query then
-          found = lang
-          break
-        end
-      end
-    end
-  end
-  langs[info] = found
-  return found
-end
-
---- Highlight a fence's body (rows `first`..`last` - 1, absolute) in its language:
---- one parse of its text, one pass of the highlights query.
----@param b integer
----@param first integer
----@param last integer
----@param info string
-local function highlight_code(b, first, last, info)
-  api.nvim_buf_clear_namespace(b, M.code_ns, first, last)
-  local lang = last > first and lang_of(info)
-  if not lang then
-    return
-  end
-  local text = table.concat(api.nvim_buf_get_lines(b, first, last, false), "\n")
-  local ok, parser = pcall(vim.treesitter.get_string_parser, text, lang)
-  local query = ok and vim.treesitter.query.get(lang, "highlights")
-  if not query then
-    return
-  end
-  local tree = parser:parse()[1]
-  if not tree then
-    return
-  end
-  local names = query.captures
-  local groups = {} ---@type table<integer, string|false>
-  for id, node, metadata in query:iter_captures(tree:root(), text) do
-    local group = groups[id]
-    if group == nil then
-      local name = names[id]
-      group = not (name:find("^_") or name == "spell" or name == "nospell" or name == "conceal")
-        and ("@" .. name .. "." .. lang)
-      groups[id] = group
-    end
-    if group then
-      local sr, sc, er, ec = node:range()
-      local priority = tonumber(metadata.priority or metadata[id] and metadata[id].priority) or PRI
-      api.nvim_buf_set_extmark(b, M.code_ns, first + sr, sc, {
-        end_row = first + er,
-        end_col = ec,
-        hl_group = group,
-        priority = priority,
-        strict = false,
-      })
-    end
-  end
-  parser:destroy()
-end
-
---- Light the fence's body up to `to` (relative, exclusive) once.
+--- Have the fence's body up to `to` (relative, exclusive) highlighted in its
+--- language once (agent/markdown_code.lua: when it is first on screen).
 ---@param b integer
 ---@param start integer the block's first line
 ---@param fence gemini_companion.MarkdownFence
@@ -344,25 +300,31 @@ end
 local function light(b, start, fence, to)
   if fence.lit ~= to then
     fence.lit = to
-    highlight_code(b, start + fence.open + 1, start + to, fence.info)
+    require("gemini_companion.agent.markdown_code").queue(b, start + fence.open + 1, start + to, fence.info)
   end
 end
 
 -- Blocks ------------------------------------------------------------------------
 
 --- Classify rows `first`..`finish` - 1 of the block `id` (first line `start`)
---- after they changed. `complete`: the block's last line is final (a block
---- replaced whole), else it may still grow and is classified again next time.
+--- after they changed. `replaced`: the block was drawn whole (an answer's block
+--- then grows by appends; any other block is complete: its last line is final),
+--- else more was appended and its last line may still grow.
 ---@param b integer
 ---@param id integer
 ---@param kind string
 ---@param start integer
 ---@param first integer
 ---@param finish integer
----@param complete boolean
-function M.update(b, id, kind, start, first, finish, complete)
+---@param replaced boolean
+function M.update(b, id, kind, start, first, finish, replaced)
+  if not enabled then
+    return
+  end
+  local complete = replaced and kind ~= "message" and kind ~= "text"
+  local code = require("gemini_companion.agent.markdown_code")
   api.nvim_buf_clear_namespace(b, M.ns, first, finish)
-  api.nvim_buf_clear_namespace(b, M.code_ns, first, finish)
+  code.clear(b, first, finish)
   if not M.KINDS[kind] then
     states[id] = nil
     return
@@ -371,7 +333,7 @@ function M.update(b, id, kind, start, first, finish, complete)
   if not st or first - start ~= st.done then
     if first > start then
       api.nvim_buf_clear_namespace(b, M.ns, start, first)
-      api.nvim_buf_clear_namespace(b, M.code_ns, start, first)
+      code.clear(b, start, first)
     end
     st = { done = 0 }
     states[id] = st
@@ -411,7 +373,7 @@ end
 ---@param start integer
 ---@param finish integer
 function M.finish(b, id, start, finish)
-  local st = states[id]
+  local st = enabled and states[id]
   if not st then
     return
   end

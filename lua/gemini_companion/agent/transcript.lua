@@ -4,16 +4,10 @@
 --- extmark; a tool block is replaced whole on each update, text blocks grow at the
 --- end. The buffer outlives its windows, so reopening the panel shows it again.
 ---
---- Markdown (`agent.markdown`): by default agent/markdown.lua, which classifies
---- each line once as it is drawn (the growing last line again at each batch) and
---- parses a code fence in its language once, when it closes: the cost follows
---- what changed, never the transcript's size. "treesitter": Neovim's tree-sitter
---- highlighter (it re-parses a long answer without headings whole at each batch);
---- false: plain text (syntax/gemini_agent.vim). The buffer's tree-sitter
---- language is markdown either way, for the markdown renderers. The panel's own
---- lines (role lines, tool blocks, notices, thoughts) are highlighted by block,
---- not by pattern, through a decoration provider that looks only at the lines on
---- screen.
+--- Markdown: agent/markdown.lua, told of every block drawn and every append
+--- (`agent.markdown` chooses how). The panel's own lines (role lines, tool
+--- blocks, notices, thoughts) are highlighted by block, not by pattern, through a
+--- decoration provider that looks only at the lines on screen.
 local M = {}
 
 local api = vim.api
@@ -31,9 +25,6 @@ local shown = {}
 
 local set_provider -- defined below, with the highlighting by block
 
----@type boolean highlighted by agent/markdown.lua (set by M.highlight)
-local incremental = false
-
 local NAME = "gemini-agent://transcript"
 
 --- The transcript buffer, created on first use.
@@ -44,7 +35,6 @@ function M.buffer()
   end
   buf = api.nvim_create_buf(false, true)
   order, blocks, shown = {}, {}, {}
-  require("gemini_companion.agent.markdown").reset()
   api.nvim_buf_set_name(buf, NAME)
   local bo = vim.bo[buf]
   bo.buftype = "nofile"
@@ -55,7 +45,7 @@ function M.buffer()
   bo.filetype = "gemini_agent"
   require("gemini_companion.highlights").define()
   set_provider()
-  M.highlight(buf)
+  require("gemini_companion.agent.markdown").start(buf)
   return buf
 end
 
@@ -131,6 +121,7 @@ function set_provider()
       if b ~= buf or #order == 0 then
         return false
       end
+      require("gemini_companion.agent.markdown_code").on_win(b, top, bot)
       on_screen = {}
       for i = block_at(b, top), #order do
         local block = blocks[order[i]]
@@ -154,25 +145,6 @@ function set_provider()
       end
     end,
   })
-end
-
---- Markdown highlighting for the transcript, as `agent.markdown` says: true
---- (agent/markdown.lua), "treesitter" (Neovim's highlighter; plain text without
---- the parser) or false (plain text). The buffer is registered as markdown for
---- tree-sitter in every case: markdown renderers such as render-markdown.nvim and
---- markview.nvim parse it themselves when `gemini_agent` is in their file types.
----@param b integer
-function M.highlight(b)
-  pcall(vim.treesitter.language.register, "markdown", "gemini_agent")
-  local config = require("gemini_companion.config").get()
-  local markdown = config and config.agent and config.agent.markdown
-  if markdown == nil then
-    markdown = true
-  end
-  incremental = markdown == true
-  if markdown ~= "treesitter" or not pcall(vim.treesitter.start, b, "markdown") then
-    vim.bo[b].syntax = "gemini_agent"
-  end
 end
 
 ---@param b integer
@@ -308,19 +280,13 @@ local function following(b)
   return wins
 end
 
----@return table
-local function markdown()
-  return require("gemini_companion.agent.markdown")
-end
-
---- The last block is over (a block follows it, or the turn ended): a code fence
---- left open at its end is highlighted in its language.
+--- The last block is over (a block follows it, or the turn ended).
 ---@param b integer
 local function finish_last(b)
   local id = order[#order]
   if id then
     local start, finish = range(b, id)
-    markdown().finish(b, id, start, finish)
+    require("gemini_companion.agent.markdown").finish(b, id, start, finish)
   end
 end
 
@@ -338,22 +304,17 @@ function M._apply(ops)
   for _, op in ipairs(ops) do
     if op.op == "block" or op.op == "append" then
       local ok, err = pcall(function()
+        local md = require("gemini_companion.agent.markdown")
         if op.op == "block" then
-          if incremental and not blocks[op.id] then
+          if not blocks[op.id] then
             finish_last(b)
           end
           draw_block(b, op)
-          if incremental then
-            local start, finish = range(b, op.id)
-            local kind = blocks[op.id].kind
-            markdown().update(b, op.id, kind, start, start, finish, kind ~= "message" and kind ~= "text")
-          end
+          local start, finish = range(b, op.id)
+          md.update(b, op.id, blocks[op.id].kind, start, start, finish, true)
         else
           local first = append(b, op.id, op.text, op.prefix or "")
-          if incremental then
-            local start = range(b, op.id)
-            markdown().update(b, op.id, blocks[op.id].kind, start, first, api.nvim_buf_line_count(b), false)
-          end
+          md.update(b, op.id, blocks[op.id].kind, (range(b, op.id)), first, api.nvim_buf_line_count(b), false)
         end
       end)
       if not ok then
@@ -374,7 +335,7 @@ function M._apply(ops)
   end
   for _, op in ipairs(ops) do
     if op.op == "state" then
-      if incremental and op.state and op.state.state ~= "working" then
+      if op.state and op.state.state ~= "working" then
         pcall(finish_last, b)
       end
       require("gemini_companion.agent.state")._update(op.state)
