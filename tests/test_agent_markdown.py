@@ -99,7 +99,7 @@ def test_a_streamed_answer_is_highlighted_as_markdown_with_its_code_fence_in_lua
     md_nvim: Nvim,
 ) -> None:
     nvim = md_nvim
-    nvim.api.command("GeminiAgent markdown")
+    nvim.api.command("GeminiAgent markdown split")
     text = wait_transcript(nvim, "\nDone.")
     wait_agent(nvim, "idle", lambda s: s["state"] == "idle")
     lines = text.split("\n")
@@ -129,7 +129,7 @@ def test_a_1_mb_answer_is_highlighted_as_if_drawn_at_once_and_fences_when_shown(
     md_nvim: Nvim,
 ) -> None:
     nvim = md_nvim
-    nvim.api.command("GeminiAgent markdown 1000000")
+    nvim.api.command("GeminiAgent markdown big 1000000")
     wait_agent(nvim, "idle", lambda s: s["state"] == "idle", timeout=120)
     text = wait_transcript(nvim, "local last = true")
     lines = text.split("\n")
@@ -160,7 +160,7 @@ def test_agent_markdown_treesitter_uses_neovims_highlighter_with_fences_in_their
     nvim = md_nvim
     # As `setup({ agent = { markdown = "treesitter" } })` leaves it, before the panel opens.
     nvim.lua("require('gemini_companion.config').get().agent.markdown = 'treesitter'")
-    nvim.api.command("GeminiAgent markdown")
+    nvim.api.command("GeminiAgent markdown split")
     text = wait_transcript(nvim, "\nDone.")
     lines = text.split("\n")
     found = nvim.lua(
@@ -195,7 +195,7 @@ def test_agent_markdown_treesitter_uses_neovims_highlighter_with_fences_in_their
 def test_agent_markdown_false_shows_the_transcript_as_plain_text(md_nvim: Nvim) -> None:
     nvim = md_nvim
     nvim.lua("require('gemini_companion.config').get().agent.markdown = false")
-    nvim.api.command("GeminiAgent markdown")
+    nvim.api.command("GeminiAgent markdown split")
     text = wait_transcript(nvim, "\nDone.")
     shown = nvim.lua(
         "local buf = require('gemini_companion.agent.transcript').buffer()"
@@ -212,7 +212,7 @@ def test_the_transcript_is_markdown_for_tree_sitter_whatever_highlights_it(
     """Markdown renderers (render-markdown.nvim, markview.nvim) parse the buffer
     themselves: its tree-sitter language stays markdown with the default highlighter."""
     nvim = md_nvim
-    nvim.api.command("GeminiAgent markdown")
+    nvim.api.command("GeminiAgent markdown split")
     wait_transcript(nvim, "\nDone.")
     found = nvim.lua(
         "local buf = require('gemini_companion.agent.transcript').buffer()"

@@ -164,12 +164,15 @@ class ScriptedTransport(Transport):
                 )
                 await asyncio.sleep(0.01)
         elif text == "markdown":
+            for chunk in ("## Summary\n\nSome **bold** text.\n\n```lua\n", "local x = 1\n```\n"):
+                self.events.emit(MessageChunk(chunk))
+        elif text == "markdown split":
             # Lines split across chunks, as a model's stream splits them.
             for chunk in MARKDOWN_CHUNKS:
                 self.events.emit(MessageChunk(chunk))
-        elif text.startswith("markdown "):
+        elif text.startswith("markdown big "):
             # About N bytes of markdown in 997-byte chunks, ending in a fence left open.
-            size = int(text.split()[1])
+            size = int(text.split()[2])
             whole = "".join(MARKDOWN_PART.format(n=n) for n in range(size // len(MARKDOWN_PART)))
             whole += "## Last\n\n```lua\nlocal last = true\n"
             for i in range(0, len(whole), 997):
