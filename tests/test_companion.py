@@ -182,3 +182,42 @@ def test_a_server_that_dies_tells_the_diff_views_and_reports_stopped(
     # And the companion starts again.
     companion.start(options(project))
     assert editor.states()[-1]["running"] is True
+
+
+def test_a_run_stopped_before_any_client_ends_without_loading_its_server_stack(
+    companion: Companion, project: Path
+) -> None:
+    editor = editor_of(companion)
+    companion.start(options(project))
+    run = companion.run
+    assert run is not None
+    # A question answered on the server loop: it runs, and has loaded nothing.
+    done = threading.Event()
+    assert run.server.call_soon(done.set)
+    assert done.wait(10)
+    assert not run.server.serving.is_set()
+    assert run.server.streams is None
+    companion.stop()
+    assert run.server.join(10), "the server thread outlived its stop"
+    assert not run.server.serving.is_set()
+    assert editor.states()[-1]["running"] is False
+    assert all(state.get("serving") is not True for state in editor.states())
+
+
+def test_a_terminal_announced_loads_the_server_stack_and_says_serving(
+    companion: Companion, project: Path
+) -> None:
+    editor = editor_of(companion)
+    companion.start(options(project))
+    run = companion.run
+    assert run is not None
+    companion.context_event("terminal", [])
+    state = editor.wait_for(
+        lambda e: (s := e.states()[-1]).get("serving") and s, "the serving state"
+    )
+    assert state["running"] is True and state["sessions"] == []
+    assert run.server.serving.is_set()
+    # A client is then answered as ever.
+    with mcp_client(run.server.port, token_of(companion)) as client:
+        listed = client.request("tools/list")
+        assert {"openDiff", "closeDiff"} <= {tool["name"] for tool in listed["tools"]}
