@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_setup import transcript, wait_transcript
+from agent_setup import transcript, wait_agent, wait_transcript
 from harness import ROOT, Nvim, json_lines, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
@@ -132,6 +132,12 @@ def line_index(nvim: Nvim, text: str) -> int:
     return int(lines.index(text))
 
 
+def answered(nvim: Nvim) -> None:
+    """The scripted answer to "markdown" (a heading, bold, a Lua code fence) is in."""
+    wait_transcript(nvim, "```lua")
+    wait_agent(nvim, "the turn's end", lambda state: state["state"] == "idle")
+
+
 def test_the_renderer_draws_a_streamed_answer_while_you_type_in_the_prompt(
     nvim: Nvim, renderer: Renderer
 ) -> None:
@@ -140,8 +146,9 @@ def test_the_renderer_draws_a_streamed_answer_while_you_type_in_the_prompt(
     code fence without the user moving into the transcript."""
     nvim.api.command("GeminiAgent")
     nvim.api.input("imarkdown<C-s>")
-    wait_transcript(nvim, "local x = 1\n```")
-    heading, fence, code = (line_index(nvim, t) for t in ("## Summary", "```lua", "local x = 1"))
+    answered(nvim)
+    heading, fence = line_index(nvim, "## Summary"), line_index(nvim, "```lua")
+    code = fence + 1
     wait_for(
         lambda: {heading, fence, code} <= drawn_rows(nvim, renderer),
         10,
@@ -153,7 +160,7 @@ def test_the_renderer_draws_a_streamed_answer_while_you_type_in_the_prompt(
     shown = "\n".join(rows)
     [summary] = [row for row in rows if "Summary" in row]
     assert not summary.startswith("## "), f"the heading is drawn raw\n{shown}"
-    assert "local x = 1" in shown
+    assert transcript(nvim).split("\n")[code].strip() in shown  # the code itself stays
 
 
 def test_the_panel_works_under_the_renderer(nvim: Nvim, renderer: Renderer, log_file: Path) -> None:
@@ -161,7 +168,7 @@ def test_the_panel_works_under_the_renderer(nvim: Nvim, renderer: Renderer, log_
     on: all as without a renderer."""
     nvim.api.command("GeminiAgent")
     nvim.api.input("imarkdown<C-s>")
-    wait_transcript(nvim, "local x = 1\n```")
+    answered(nvim)
     nvim.api.input("shell<C-s>")
     wait_transcript(nvim, ":GeminiAccept [option] or :GeminiReject")
     wait_for(lambda: drawn_rows(nvim, renderer), 10, f"{renderer.name}'s marks")
