@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from acp import schema
+from gemini_companion.agent.acp.client_requests import plain_text_chunk
 from gemini_companion.agent.acp.events import (
     PLAN_CALL_ID,
     UpdateTranslator,
@@ -23,6 +25,7 @@ from gemini_companion.agent.model import (
     ThoughtChunk,
     ToolCallUpdate,
 )
+from pydantic import ValidationError
 
 SESSION = "s-1"
 
@@ -236,3 +239,58 @@ def test_mcp_servers_in_either_shape() -> None:
         "env": [],
     }
     assert acp_mcp_server({"url": "http://x"}) is None
+
+
+CHUNK_SHAPES: list[dict[str, Any]] = [
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "plain"}},
+    {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "**S**\nt"}},
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": ""}},
+    {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "[MODE_UPDATE] plan"},
+    },
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "m"}, "_meta": {}},
+    {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "m", "_meta": None},
+    },
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "m", "_meta": 3}},
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": 5}},
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "text": "m"}},
+    {"sessionUpdate": "agent_message_chunk", "content": {"text": "m"}},
+    {"sessionUpdate": "agent_message_chunk", "content": "m"},
+    {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "m", "annotations": {"priority": 0.5}},
+    },
+    {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": "m", "annotations": {"priority": "high"}},
+    },
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "m"}, "x": 1},
+    {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "m"}},
+]
+
+
+@pytest.mark.parametrize("body", CHUNK_SHAPES)
+@pytest.mark.parametrize("meta", [None, {"k": 1}, "bad"])
+def test_a_text_chunk_read_without_the_schemas_models_means_what_they_say_it_means(
+    body: dict[str, Any], meta: Any
+) -> None:
+    """The stream's fast path (client_requests.py) takes only the chunks the schema
+    takes as they are; whatever it leaves, the models validate, and the panel sees
+    the same events either way (a chunk the schema refuses is ignored)."""
+    params: dict[str, Any] = {"sessionId": SESSION, "update": body}
+    if meta is not None:
+        params["_meta"] = meta
+    try:
+        by_models = UpdateTranslator().translate(
+            schema.SessionNotification.model_validate(params).update
+        )
+    except ValidationError:
+        by_models = []
+    chunk = plain_text_chunk(params)
+    if chunk is not None:
+        assert UpdateTranslator().text_chunk(*chunk) == by_models
+    plain = {"sessionId": SESSION, "update": CHUNK_SHAPES[0]}
+    assert plain_text_chunk(plain) == ("agent_message_chunk", "plain")

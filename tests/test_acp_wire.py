@@ -4,7 +4,10 @@ the same (the panel goes on, the next prompt works) is in test_agent_consent.py.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
+from typing import Any
 
 import pytest
 from gemini_companion.agent.acp.wire import MAX_DEPTH, RefusedMessageError, parse_message
@@ -79,3 +82,69 @@ def test_paths_the_agent_names_in_tool_updates_are_shown_with_control_characters
     call = event.call  # type: ignore[union-attr]
     assert call.locations == ("/w/x\\nlua vim.g.pwned = 1:3",)
     assert "a\\x1b[2Jb" in call.live_output and "\x1b" not in call.live_output
+
+
+def test_an_update_right_after_a_request_or_an_answer_is_handled_after_what_they_start() -> None:
+    """session/update takes the fast path past the ``acp`` package's tasks
+    (ChildStdio's ``on_update``); an answer to a request of ours, or a request of
+    the agent's, written just before it still sets its awaiting caller or its
+    handler going first (the caller of ``session/new`` records the session the
+    updates after it are for), and an update sent as a request goes the package's
+    way."""
+    from acp.connection import Connection
+    from gemini_companion.agent.acp.wire import ChildStdio
+
+    update = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "result": {"sessionId": "s"}},
+        {"jsonrpc": "2.0", "method": "session/update", "params": update},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/request_permission", "params": {}},
+        {"jsonrpc": "2.0", "method": "session/update", "params": update},
+        {"jsonrpc": "2.0", "id": 2, "method": "session/update", "params": update},
+    ]
+    # The agent answers once it has read the request.
+    script = (
+        "import sys; sys.stdin.readline(); sys.stdout.write(sys.argv[1]); sys.stdout.flush();"
+        " sys.stdin.read()"
+    )
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+
+    async def main() -> list[str]:
+        seen: list[str] = []
+        answered = asyncio.Event()
+
+        async def handler(method: str, params: Any, is_notification: bool) -> Any:
+            seen.append(f"{method} (handler)")
+            if method == "session/update":
+                answered.set()
+            return {}
+
+        async def caller() -> None:
+            await connection.send_request("session/new", {})
+            seen.append("session/new answered")
+
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            script,
+            text,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        stdio = ChildStdio(process, lambda line: None, on_update=lambda p: seen.append("update"))
+        connection = Connection(handler, stdio)
+        try:
+            await asyncio.wait_for(asyncio.gather(caller(), answered.wait()), 30)
+        finally:
+            await connection.close()
+            process.kill()
+            await process.wait()
+        return seen
+
+    assert asyncio.run(main()) == [
+        "session/new answered",
+        "update",
+        "session/request_permission (handler)",
+        "update",
+        "session/update (handler)",
+    ]

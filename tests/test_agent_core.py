@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import queue
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -374,3 +376,93 @@ def test_long_tool_output_is_cut_to_its_last_lines() -> None:
     assert lines[-1] == "  │ line 999"
     assert f"  │ … {1000 - render.MAX_OUTPUT_LINES} earlier lines" in lines
     assert len(lines) < render.MAX_OUTPUT_LINES + 5
+
+
+class ThreadedEditor:
+    """Draws each batch on a thread of its own, as pynvim's loop answers them (the
+    view's callbacks run there), one when the test says ``draw``."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[dict[str, Any]]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.threads: list[str] = []
+        self.sent = threading.Semaphore(0)
+        self._go = threading.Semaphore(0)
+        self._queue: queue.Queue[concurrent.futures.Future[Any] | None] = queue.Queue()
+        self._worker = threading.Thread(target=self._draw, daemon=True, name="drawer")
+        self._worker.start()
+
+    def agent_draw(self, ops: list[dict[str, Any]]) -> concurrent.futures.Future[Any]:
+        self.threads.append(threading.current_thread().name)
+        self.batches.append([dict(op) for op in ops])
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put(future)
+        self.sent.release()
+        return future
+
+    def draw(self) -> None:
+        self._go.release()
+
+    def _draw(self) -> None:
+        while (future := self._queue.get()) is not None:
+            self._go.acquire()
+            self.in_flight -= 1
+            future.set_result(None)
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self._go.release()
+        self._worker.join()
+
+
+def test_a_stream_drawn_on_another_thread_goes_one_batch_at_a_time_in_order() -> None:
+    """The answer to a batch sends the next from the thread that answered it
+    (view.py): still one batch in flight, nothing lost or reordered, the state built
+    on the session's loop, and drained() returns once the last one is drawn."""
+
+    async def main() -> None:
+        editor = ThreadedEditor()
+        view = PanelView(editor)  # type: ignore[arg-type]
+        built: list[str] = []
+
+        def state() -> dict[str, Any]:
+            built.append(threading.current_thread().name)
+            return {"state": "working"}
+
+        try:
+            view.block(1, ["", ""], "message")
+            n = 0
+            for batch in range(20):
+                for _ in range(50):
+                    view.append(1, f"{n},")
+                    n += 1
+                if batch % 5 == 4:
+                    view.state(state)
+                if batch == 0:
+                    await asyncio.to_thread(editor.sent.acquire)  # the first batch goes
+                    continue
+                editor.draw()  # the batch in flight is drawn: the next one goes
+                assert await asyncio.to_thread(editor.sent.acquire, timeout=30)
+            editor.draw()
+            drained = asyncio.ensure_future(view.drained())
+            await asyncio.wait_for(drained, 30)
+        finally:
+            editor.stop()
+        ops = [op for batch in editor.batches for op in batch]
+        text = "".join(op["text"] for op in ops if op["op"] == "append")
+        assert text == "".join(f"{i}," for i in range(n))
+        assert ops[0]["op"] == "block"
+        assert len(editor.batches) == 20
+        assert editor.most_in_flight == 1
+        # A plain batch went from the thread that drew the one before; one with the
+        # state, from the loop.
+        assert [op["op"] for op in editor.batches[1]] == ["append"]
+        assert editor.threads[1] == "drawer"
+        assert [op["op"] for op in editor.batches[-1]] == ["append", "state"]
+        assert editor.threads[-1] == "MainThread"
+        assert len(built) == 4 and "drawer" not in built  # the state: on the loop
+
+    run(main())

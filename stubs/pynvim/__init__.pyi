@@ -1,12 +1,20 @@
 # Type stubs for the part of pynvim this plugin uses (pynvim ships annotations
 # but no py.typed marker, so mypy --strict would treat it as untyped).
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
+class _AsyncSession:
+    def threadsafe_call(self, fn: Callable[[], Any]) -> None: ...
+    def request(self, method: str, args: Any, response_cb: Callable[[Any, Any], None]) -> None: ...
+
 class _Session:
+    _async_session: _AsyncSession
+    error_wrapper: Callable[[Any], Exception]
+    _loop_thread: threading.Thread | None
     def threadsafe_call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None: ...
 
 class Nvim:

@@ -40,7 +40,10 @@ class ChildTransport(Transport):
         )
         record = {"pid": self._process.pid, "home": self._home}
         path = Path(self.context.workspace, "agent.json")
-        await asyncio.to_thread(path.write_text, json.dumps(record))
+        # Whole or not at all: the test reads it as soon as it exists.
+        partial = path.with_suffix(".partial")
+        await asyncio.to_thread(partial.write_text, json.dumps(record))
+        partial.replace(path)
 
     async def prompt(self, prompt: Prompt) -> None:
         return None

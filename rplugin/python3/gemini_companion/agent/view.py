@@ -34,14 +34,15 @@ for the transcript is bounded by what it shows.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import json
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import concurrent.futures
-
     from ..editor import Editor
 
 log = logging.getLogger(__name__)
@@ -92,49 +93,60 @@ def _deep_valid(value: Any) -> tuple[Any, bool]:
 class PanelView:
     """Batches panel operations to Neovim, one batch in flight at a time.
 
-    Used on one asyncio loop only (the session's).
+    Fed on one asyncio loop only (the session's). The batch in flight is answered
+    on another thread (pynvim's loop, nvim_editor.py): when the next batch is plain
+    text and blocks, it is sent from there at once, so a stream costs no hop back
+    to the session's loop per batch (issue 25 item 3); a batch that carries the
+    agent's state (built from the session) goes from the session's loop. What both
+    threads share is under :attr:`_lock`.
     """
 
     def __init__(self, editor: Editor) -> None:
         self._editor = editor
+        self._lock = threading.Lock()
         self._outbox: list[dict[str, Any]] = []
         self._blocks: dict[int, dict[str, Any]] = {}  # block ops in the outbox, by id
         self._state: Callable[[], Mapping[str, Any]] = dict
         self._state_due = False
         self._in_flight = False
         self._scheduled = False
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: list[asyncio.Future[None]] = []  # drained() callers
         self._line: dict[int, int] = {}  # a text block's last line: its length, -1 once cut
         self._told_invalid = False
         self.batches = 0
 
     def push(self, op: dict[str, Any]) -> None:
         kind = op["op"]
-        last = self._outbox[-1] if self._outbox else None
-        if (
-            kind == "append"
-            and last is not None
-            and last["op"] == "append"
-            and last["id"] == op["id"]
-            and last["prefix"] == op["prefix"]
-        ):
-            last["text"] += op["text"]
-        elif kind == "state":
-            self._state_due = True  # drawn last in the next batch, built then
-        elif kind == "block" and (same := self._blocks.get(op["id"])):
-            # No append can follow a whole block's lines, so replacing is safe.
-            same["lines"] = op["lines"]
-            same["pending"] = op.get("pending")
-        else:
-            self._outbox.append(op)
-            if kind == "block":
-                self._blocks[op["id"]] = op
-        self._idle.clear()
-        if not self._in_flight and not self._scheduled:
+        with self._lock:
+            last = self._outbox[-1] if self._outbox else None
+            if (
+                kind == "append"
+                and last is not None
+                and last["op"] == "append"
+                and last["id"] == op["id"]
+                and last["prefix"] == op["prefix"]
+            ):
+                # Joined when the batch goes: ``+=`` would copy the text per chunk.
+                last["parts"].append(op["text"])
+            elif kind == "state":
+                self._state_due = True  # drawn last in the next batch, built then
+            elif kind == "block" and (same := self._blocks.get(op["id"])):
+                # No append can follow a whole block's lines, so replacing is safe.
+                same["lines"] = op["lines"]
+                same["pending"] = op.get("pending")
+            else:
+                if kind == "append":
+                    op["parts"] = [op.pop("text")]
+                self._outbox.append(op)
+                if kind == "block":
+                    self._blocks[op["id"]] = op
+            if self._in_flight or self._scheduled:
+                return
             # Everything pushed in this turn of the loop goes in the same batch.
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+        self._loop = loop = asyncio.get_running_loop()
+        loop.call_soon(self._flush)
 
     def _checked(self, text: str) -> str:
         clean = _valid(text)
@@ -194,7 +206,7 @@ class PanelView:
         """The transcript's windows show its end (a resumed conversation)."""
         self.push({"op": "bottom"})
 
-    def _valid_state(self) -> Any:
+    def _valid_state(self, batch: list[dict[str, Any]]) -> Any:
         state = self._state()
         try:
             # One pass in C finds nothing to clean in the usual case.
@@ -207,36 +219,82 @@ class PanelView:
         clean, _ = _deep_valid(state)
         if not self._told_invalid:
             self._told_invalid = True
-            self._outbox.append({"op": "notify", "text": _NOT_UNICODE, "level": "warning"})
+            batch.append({"op": "notify", "text": _NOT_UNICODE, "level": "warning"})
         return clean
 
-    def _flush(self) -> None:
-        self._scheduled = False
-        if not self._outbox and not self._state_due:
-            self._idle.set()
-            return
+    def _take(self) -> list[dict[str, Any]]:
+        """The outbox as a batch to send (under the lock): appends joined."""
         batch, self._outbox = self._outbox, []
         self._blocks = {}
-        if self._state_due:
-            self._state_due = False
-            batch.append({"op": "state", "state": self._valid_state()})
-        self._in_flight = True
+        for op in batch:
+            parts = op.pop("parts", None)
+            if parts is not None:
+                op["text"] = parts[0] if len(parts) == 1 else "".join(parts)
+        return batch
+
+    def _flush(self) -> None:
+        """On the session's loop: send what waits, with the state when it is due."""
+        with self._lock:
+            self._scheduled = False
+            if self._in_flight:
+                return  # sent when the batch in flight is drawn
+            due, self._state_due = self._state_due, False
+            batch = self._take()
+            if not batch and not due:
+                idle = True
+            else:
+                idle = False
+                self._in_flight = True
+        if idle:
+            self._wake()
+            return
+        if due:
+            batch.append({"op": "state", "state": self._valid_state(batch)})
+        self._send(batch)
+
+    def _send(self, batch: list[dict[str, Any]]) -> None:
         self.batches += 1
-        loop = asyncio.get_running_loop()
-        future = self._editor.agent_draw(batch)
+        self._editor.agent_draw(batch).add_done_callback(self._drawn)
 
-        def done(f: concurrent.futures.Future[Any]) -> None:
-            exc = f.exception()
-            if exc is not None:
-                log.error("drawing the agent panel failed: %s", exc)
-            loop.call_soon_threadsafe(self._drawn)
+    def _drawn(self, future: concurrent.futures.Future[Any]) -> None:
+        """A batch is drawn (on whichever thread answered it): send the next one from
+        here when it is plain operations; the state is built on the session's loop."""
+        exc = future.exception() if not future.cancelled() else None
+        if exc is not None:
+            log.error("drawing the agent panel failed: %s", exc)
+        batch: list[dict[str, Any]] = []
+        with self._lock:
+            if self._state_due:
+                self._in_flight = False
+                self._scheduled = True
+                hop: Callable[[], None] | None = self._flush
+            elif self._outbox:
+                batch = self._take()
+                hop = None
+            else:
+                self._in_flight = False
+                hop = self._wake if self._waiting else None
+        if batch:
+            self._send(batch)
+        elif hop is not None and self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                self._loop.call_soon_threadsafe(hop)
 
-        future.add_done_callback(done)
-
-    def _drawn(self) -> None:
-        self._in_flight = False
-        self._flush()
+    def _wake(self) -> None:
+        """On the session's loop: release drained() callers when nothing waits."""
+        with self._lock:
+            if self._in_flight or self._scheduled or self._outbox or self._state_due:
+                return
+            waiting, self._waiting = self._waiting, []
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
 
     async def drained(self) -> None:
         """Wait until everything pushed so far has been drawn."""
-        await self._idle.wait()
+        with self._lock:
+            if not (self._in_flight or self._scheduled or self._outbox or self._state_due):
+                return
+            future = asyncio.get_running_loop().create_future()
+            self._waiting.append(future)
+        await future

@@ -17,6 +17,39 @@ from .state import AcpState
 
 log = logging.getLogger(__name__)
 
+_TEXT_CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk"})
+_NOTIFICATION_KEYS = frozenset({"sessionId", "update", "_meta"})
+_CHUNK_KEYS = frozenset({"sessionUpdate", "content", "_meta"})
+_TEXT_KEYS = frozenset({"type", "text", "_meta"})
+
+
+def _meta_ok(value: dict[str, Any]) -> bool:
+    meta = value.get("_meta")
+    return meta is None or type(meta) is dict
+
+
+def plain_text_chunk(params: dict[str, Any]) -> tuple[str, str] | None:
+    """``(kind, text)`` of a message or thought chunk of plain text, in the form the
+    schema takes without a doubt (only its own keys, each of its type); None for
+    anything else, which the schema's models validate."""
+    update = params.get("update")
+    if type(update) is not dict or not params.keys() <= _NOTIFICATION_KEYS:
+        return None
+    kind = update.get("sessionUpdate")
+    content = update.get("content")
+    if kind not in _TEXT_CHUNKS or type(content) is not dict:
+        return None
+    text = content.get("text")
+    if (
+        type(text) is not str
+        or content.get("type") != "text"
+        or not update.keys() <= _CHUNK_KEYS
+        or not content.keys() <= _TEXT_KEYS
+        or not (_meta_ok(params) and _meta_ok(update) and _meta_ok(content))
+    ):
+        return None
+    return kind, text
+
 
 class AcpClientRequests(AcpState):
     """The handlers of what the agent asks of the plugin."""
@@ -60,24 +93,34 @@ class AcpClientRequests(AcpState):
             raise RequestError(-32603, f"{type(exc).__name__}: {exc}") from None
 
     def _on_update(self, params: Any) -> None:
-        from acp import schema
-        from pydantic import ValidationError
-
-        kind = params.get("update", {}).get("sessionUpdate") if isinstance(params, dict) else None
         if not isinstance(params, dict) or params.get("sessionId") != self._session_id:
+            update = params.get("update") if isinstance(params, dict) else None
+            kind = update.get("sessionUpdate") if isinstance(update, dict) else None
             log.debug("ignoring an update for another session: %s", kind)
             return
-        try:
-            notification = schema.SessionNotification.model_validate(params)
-        except ValidationError:
-            log.info("ignoring a session update the plugin does not know: %s", kind)
-            return
         assert self._updates is not None
-        events = [self._as_written(e) for e in self._updates.translate(notification.update)]
+        chunk = plain_text_chunk(params)
+        # The bulk of a stream is plain text, in the one form the schema takes as it
+        # is: no models built for it (issue 25 item 3).
+        events = self._updates.text_chunk(*chunk) if chunk else self._validated_update(params)
         for event in events:
             if isinstance(event, SessionUpdate) and "mode" in event.values:
                 self._grants.agent_mode(event.values["mode"])
         self._emit(*events)
+
+    def _validated_update(self, params: dict[str, Any]) -> list[Any]:
+        from acp import schema
+        from pydantic import ValidationError
+
+        assert self._updates is not None
+        try:
+            notification = schema.SessionNotification.model_validate(params)
+        except ValidationError:
+            update = params.get("update")
+            kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+            log.info("ignoring a session update the plugin does not know: %s", kind)
+            return []
+        return [self._as_written(e) for e in self._updates.translate(notification.update)]
 
     def _as_written(self, event: Any) -> Any:
         """A finished edit the user changed shows the text written, not the proposal."""

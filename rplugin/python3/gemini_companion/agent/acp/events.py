@@ -243,19 +243,23 @@ class UpdateTranslator:
             locations=_locations(call.locations) or base.locations,
         )
 
-    def translate(self, update: BaseModel) -> list[AgentEvent]:
-        if isinstance(update, schema.AgentMessageChunk):
-            text = content_text(update.content)
+    def text_chunk(self, kind: str, text: str) -> list[AgentEvent]:
+        """An ``agent_message_chunk`` or ``agent_thought_chunk`` holding ``text``."""
+        if kind == "agent_message_chunk":
             mode = _MODE_UPDATE.match(text)
             if mode:
                 return [SessionUpdate({"mode": mode.group(1)})]
             return [MessageChunk(text)] if text else []
+        match = _THOUGHT.match(text)
+        if match:
+            return [ThoughtChunk(match.group(2), subject=match.group(1).strip())]
+        return [ThoughtChunk(text)] if text else []
+
+    def translate(self, update: BaseModel) -> list[AgentEvent]:
+        if isinstance(update, schema.AgentMessageChunk):
+            return self.text_chunk("agent_message_chunk", content_text(update.content))
         if isinstance(update, schema.AgentThoughtChunk):
-            text = content_text(update.content)
-            match = _THOUGHT.match(text)
-            if match:
-                return [ThoughtChunk(match.group(2), subject=match.group(1).strip())]
-            return [ThoughtChunk(text)] if text else []
+            return self.text_chunk("agent_thought_chunk", content_text(update.content))
         if isinstance(update, schema.UserMessageChunk):
             # Only sent while a loaded session replays its history, which starts
             # with Gemini CLI's own set-up message: not the user's words.

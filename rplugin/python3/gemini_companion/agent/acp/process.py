@@ -74,10 +74,13 @@ async def spawn(
     handler: Handler,
     on_garbage: Callable[[AgentChild, bytes], None],
     on_refused: Callable[[AgentChild, str], None] = lambda child, why: None,
+    on_update: Callable[[Any], None] | None = None,
 ) -> AgentChild:
     """Start the agent in ``cwd`` and connect to it; ``handler`` answers what it
     asks, ``on_garbage`` hears of lines on its stdout that are not ACP,
-    ``on_refused`` of messages refused (wire.py's :func:`~.wire.parse_message`)."""
+    ``on_refused`` of messages refused (wire.py's :func:`~.wire.parse_message`);
+    ``on_update``, when given, takes the ``session/update`` notifications in place
+    of ``handler`` (wire.py's fast path)."""
     try:
         process = await AgentProcess.start(cmd, cwd=cwd, env=env, log=log, stdin_pipe=True)
     except FileNotFoundError:
@@ -99,6 +102,7 @@ async def spawn(
         process.process,
         lambda line: on_garbage(holder[0], line),
         lambda why: on_refused(holder[0], why),
+        on_update,
     )
     child = AgentChild(process, Connection(handler, stdio))
     holder.append(child)

@@ -305,6 +305,7 @@ class AcpTransport(AcpHandshake):
             handler=self._handle,
             on_garbage=self._garbage,
             on_refused=self._refused,
+            on_update=self._on_update,
         )
         child.tasks.append(asyncio.get_running_loop().create_task(self._watch(child)))
         self._child = child

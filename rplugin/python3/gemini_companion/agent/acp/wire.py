@@ -18,11 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..transport import TransportError
+
+log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 
@@ -119,12 +122,17 @@ class ChildStdio:
         process: asyncio.subprocess.Process,
         on_garbage: Callable[[bytes], None],
         on_refused: Callable[[str], None] = lambda why: None,
+        on_update: Callable[[Any], None] | None = None,
     ) -> None:
         assert process.stdin is not None and process.stdout is not None
         self._stdin = process.stdin
         self._stdout = process.stdout
         self._on_garbage = on_garbage
         self._on_refused = on_refused
+        self._on_update = on_update
+        # A request or notification was handed to the ``acp`` package, whose task
+        # for it may not have started yet.
+        self._handed_off = False
         self._lock = asyncio.Lock()
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -154,9 +162,36 @@ class ChildStdio:
                 if answer is not None:
                     return answer
                 continue
-            if message is not None:
+            if message is None:
+                self._on_garbage(stripped)
+                continue
+            if (
+                self._on_update is None
+                or message.get("method") != "session/update"
+                or "id" in message
+            ):
+                # The package runs a request or notification in a task of its own,
+                # and settles an answer at once: who awaits it runs later.
+                self._handed_off = True
                 return message
-            self._on_garbage(stripped)
+            await self._update(message.get("params"))
+
+    async def _update(self, params: Any) -> None:
+        """A ``session/update``, the bulk of a stream, handed to ``on_update`` here
+        rather than as a task of the ``acp`` package's (a task, a telemetry span and
+        a loop turn a chunk, issue 25 item 3). The order stays the wire's: what a
+        message handed to the package just before sets going (its handler's task, or
+        the caller awaiting an answer: ``session/new``'s records the session the
+        updates after it are for) runs first, as when the package ran the update in
+        a task of its own."""
+        assert self._on_update is not None
+        if self._handed_off:
+            self._handed_off = False
+            await asyncio.sleep(0)  # what was scheduled so far runs its first step
+        try:
+            self._on_update(params)
+        except Exception:
+            log.exception("handling the agent's session/update failed")
 
     async def _refusal(self, exc: RefusedMessageError) -> dict[str, Any] | None:
         """A refused request is answered with an error; a refused answer to a
