@@ -33,6 +33,7 @@ M.KINDS = { message = true, text = true, prompt = true }
 ---@field len integer the length of the opening run
 ---@field info string the info string's first word ("" when none)
 ---@field lit? integer the end (exclusive, relative) of the body highlighted in its language
+---@field mark? integer its one `@markup.raw.block` extmark, from its opening line on
 
 ---@class gemini_companion.MarkdownState
 ---@field done integer rows of the block (from its first) whose state is folded in
@@ -136,10 +137,11 @@ local function inline(b, row, line, col)
   -- Code spans first: nothing inside them is markdown.
   local init = 1
   while true do
-    local from, to, ticks = s:find("(`+)", init)
+    local from, to = s:find("`+", init)
     if not from then
       break
     end
+    local ticks = s:sub(from, to)
     local close_from, close_to = s:find(ticks, to + 1, true)
     while close_from and s:sub(close_to + 1, close_to + 1) == "`" do
       local _, run_end = s:find("^`+", close_from)
@@ -153,8 +155,9 @@ local function inline(b, row, line, col)
       init = close_to + 1
     end
   end
-  -- Links: [text](destination), and <autolinks>.
-  init = 1
+  -- Links: [text](destination), and <autolinks>. Each pattern runs only when
+  -- the line holds its delimiters (most lines hold none).
+  init = s:find("](", 1, true) and 1 or #s + 1
   while true do
     local from, to = s:find("%[[^%]\1]-%]%([^%)%s\1]*%)", init)
     if not from then
@@ -169,7 +172,7 @@ local function inline(b, row, line, col)
     s = mask(s, from, to)
     init = to + 1
   end
-  init = 1
+  init = s:find("<", 1, true) or #s + 1
   while true do
     local from, to = s:find("<%a[%w+.-]*:[^%s<>\1]+>", init)
     if not from then
@@ -179,14 +182,22 @@ local function inline(b, row, line, col)
     s = mask(s, from, to)
     init = to + 1
   end
-  if not s:find("[*_~]") then
-    return
+  local star, under = s:find("*", 1, true), s:find("_", 1, true)
+  if star and s:find("**", star, true) then
+    s = spans(b, row, s, "%*%*[^%s*\1][^\1]-%*%*", 2, "@markup.strong.markdown_inline")
   end
-  s = spans(b, row, s, "%*%*[^%s*\1][^\1]-%*%*", 2, "@markup.strong.markdown_inline")
-  s = spans(b, row, s, "%f[%w_]__[^%s_\1][^\1]-__%f[^%w_]", 2, "@markup.strong.markdown_inline")
-  s = spans(b, row, s, "~~[^%s~\1][^\1]-~~", 2, "@markup.strikethrough.markdown_inline")
-  s = spans(b, row, s, "%*[^%s*\1][^*\1]-%*", 1, "@markup.italic.markdown_inline")
-  spans(b, row, s, "%f[%w_]_[^%s_\1][^_\1]-_%f[^%w_]", 1, "@markup.italic.markdown_inline")
+  if under and s:find("__", under, true) then
+    s = spans(b, row, s, "%f[%w_]__[^%s_\1][^\1]-__%f[^%w_]", 2, "@markup.strong.markdown_inline")
+  end
+  if s:find("~~", 1, true) then
+    s = spans(b, row, s, "~~[^%s~\1][^\1]-~~", 2, "@markup.strikethrough.markdown_inline")
+  end
+  if star then
+    s = spans(b, row, s, "%*[^%s*\1][^*\1]-%*", 1, "@markup.italic.markdown_inline")
+  end
+  if under then
+    spans(b, row, s, "%f[%w_]_[^%s_\1][^_\1]-_%f[^%w_]", 1, "@markup.italic.markdown_inline")
+  end
 end
 
 -- Lines -------------------------------------------------------------------------
@@ -225,26 +236,29 @@ local function classify(b, row, rel, line)
   end
   -- Most lines are prose: the line-level checks run only for a line whose
   -- first non-blank byte can start their syntax.
-  if not STARTS[line:byte(lead)] then
+  local c = line:byte(lead)
+  if not STARTS[c] then
     inline(b, row, line, 0)
     return nil
   end
-  local _, run, rest = fence_line(line)
+  local _, run, rest
+  if c == 0x60 or c == 0x7e then -- ` ~
+    _, run, rest = fence_line(line)
+  end
   if run then
-    mark(b, row, 0, #line, RAW, 90)
     local info_at = rest:find("%S")
     if info_at then
       mark(b, row, #line - #rest + info_at - 1, #line, "@label.markdown")
     end
     return { open = rel, char = run:sub(1, 1), len = #run, info = rest:match("^%s*([^%s{`]+)") or "" }
   end
-  local hashes = line:match("^ ?%s?%s?(#+)%s") or line:match("^ ?%s?%s?(#+)$")
+  local hashes = c == 0x23 and (line:match("^ ?%s?%s?(#+)%s") or line:match("^ ?%s?%s?(#+)$"))
   if hashes and #hashes <= 6 then
     mark(b, row, 0, #line, ("@markup.heading.%d.markdown"):format(#hashes))
     inline(b, row, line, 0)
     return nil
   end
-  local rule = line:match("^ ?%s?%s?([-*_])")
+  local rule = (c == 0x2d or c == 0x2a or c == 0x5f) and line:match("^ ?%s?%s?([-*_])")
   if rule and line:find("^[%s%" .. rule .. "]+$") and select(2, line:gsub("%" .. rule, "")) >= 3 then
     mark(b, row, 0, #line, "@punctuation.special.markdown")
     return nil
@@ -289,6 +303,33 @@ local function classify(b, row, rel, line)
   end
   inline(b, row, line, col)
   return nil
+end
+
+local span_opts = { end_row = 0, end_col = 0, hl_group = RAW, priority = 90 } ---@type vim.api.keyset.set_extmark
+
+--- Stretch the fence's one mark (created on first use) to row `row`, column
+--- `end_col`: a fence costs one mark, however long.
+---@param b integer
+---@param start integer the block's first line
+---@param fence gemini_companion.MarkdownFence
+---@param row integer
+---@param end_col integer
+local function span(b, start, fence, row, end_col)
+  span_opts.id, span_opts.end_row, span_opts.end_col = fence.mark, row, end_col
+  fence.mark = api.nvim_buf_set_extmark(b, M.ns, start + fence.open, 0, span_opts)
+end
+
+--- The line closes the fence: a run of its character at least as long, alone.
+---@param fence gemini_companion.MarkdownFence
+---@param line string
+---@return boolean
+local function closes(fence, line)
+  local lead = line:find("[^ ]")
+  if not lead or lead > 4 or line:sub(lead, lead) ~= fence.char then
+    return false
+  end
+  local _, run, rest = fence_line(line)
+  return run ~= nil and #run >= fence.len and rest:find("^%s*$") ~= nil
 end
 
 --- Have the fence's body up to `to` (relative, exclusive) highlighted in its
@@ -346,13 +387,10 @@ function M.update(b, id, kind, start, first, finish, replaced)
     local row = first + i - 1
     local rel = row - start
     if fence then
-      local _, run, rest = fence_line(line)
-      if run and run:sub(1, 1) == fence.char and #run >= fence.len and rest:find("^%s*$") then
-        mark(b, row, 0, #line, RAW, 90)
+      if closes(fence, line) then
+        span(b, start, fence, row, #line)
         light(b, start, fence, rel)
         fence = nil
-      elseif line ~= "" then
-        mark(b, row, 0, #line, RAW, 90)
       end
     else
       fence = classify(b, row, rel, line)
@@ -360,6 +398,9 @@ function M.update(b, id, kind, start, first, finish, replaced)
     if i == folds then
       st.done, st.fence = rel + 1, fence
     end
+  end
+  if fence and #lines > 0 then
+    span(b, start, fence, first + #lines - 1, #lines[#lines])
   end
   if complete and fence then
     light(b, start, fence, finish - start)
@@ -381,8 +422,7 @@ function M.finish(b, id, start, finish)
   if fence and st.done < finish - start then
     -- The last line: a closing fence, or more of the body.
     local last = api.nvim_buf_get_lines(b, finish - 1, finish, false)[1] or ""
-    local _, run, rest = fence_line(last)
-    if run and run:sub(1, 1) == fence.char and #run >= fence.len and rest:find("^%s*$") then
+    if closes(fence, last) then
       return -- closed: lit when it was drawn
     end
   end
