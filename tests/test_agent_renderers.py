@@ -99,14 +99,26 @@ def log_file(tmp_path: Path) -> Path:
     return tmp_path / "transport.jsonl"
 
 
+@pytest.fixture(params=[True, "treesitter", False], ids=lambda m: f"markdown={m}")
+def markdown(request: pytest.FixtureRequest) -> bool | str:
+    """The panel's own highlighting (`agent.markdown`): the renderer draws over each."""
+    mode: bool | str = request.param
+    return mode
+
+
 @pytest.fixture
 def nvim(
-    nvim_factory: Callable[..., Nvim], renderer: Renderer, tmp_path: Path, log_file: Path
+    nvim_factory: Callable[..., Nvim],
+    renderer: Renderer,
+    markdown: bool | str,
+    tmp_path: Path,
+    log_file: Path,
 ) -> Nvim:
     work = tmp_path / "work"
     work.mkdir()
     where = os.environ[renderer.variable]
     instance = nvim_factory(
+        setup={"agent": {"markdown": markdown}},
         cwd=work,
         env={"GEMINI_COMPANION_TEST_TRANSPORT": SCRIPTED, "SCRIPTED_TRANSPORT_LOG": str(log_file)},
         extra_init=f"vim.opt.rtp:append({json.dumps(where)})\n{renderer.setup}\n"
