@@ -53,6 +53,20 @@ ANSWER = [
 ]
 
 
+# What highlights the transcript, for the record.
+HIGHLIGHTER = """
+local b = require('gemini_companion.agent.transcript').buffer()
+if vim.treesitter.highlighter.active[b] then return "Neovim's tree-sitter highlighter" end
+local marks = 0
+for name, ns in pairs(vim.api.nvim_get_namespaces()) do
+  if name:find('^gemini_companion_agent_') then
+    marks = marks + #vim.api.nvim_buf_get_extmarks(b, ns, 0, -1, {})
+  end
+end
+return ("the plugin's markdown highlighter (%d extmarks)"):format(marks)
+"""
+
+
 @dataclass
 class Screen:
     """The grid a UI is sent (grid 1: windows, floats and the command line)."""
@@ -65,7 +79,7 @@ class Screen:
     bg: int = 0x000000
     cursor: tuple[int, int] = (0, 0)
     mode: str = ""
-    done: bool = False
+    highlighter: str = ""
 
     def resize(self, width: int, height: int) -> None:
         self.width, self.height = width, height
@@ -242,7 +256,9 @@ def capture(root: Path) -> Screen:
         )
         nvim.api.input(" ")  # the mode line says -- INSERT -- again
         wait_for(lambda: current_line(nvim).endswith(" "), WAIT, "the space typed")
-        return read_screen(nvim)
+        screen = read_screen(nvim)
+        screen.highlighter = str(nvim.lua(HIGHLIGHTER))
+        return screen
     finally:
         nvim.close()
 
@@ -257,7 +273,10 @@ def main() -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     out.write_text(svg(screen))
-    print(f"{out}: {screen.width}x{screen.height}, {len(screen.attrs)} highlight attributes")
+    print(
+        f"{out}: {screen.width}x{screen.height}, {len(screen.attrs)} highlight attributes;"
+        f" the transcript highlighted by {screen.highlighter}"
+    )
 
 
 if __name__ == "__main__":
