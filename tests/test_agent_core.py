@@ -17,7 +17,7 @@ from gemini_companion.agent import render
 from gemini_companion.agent.model import Confirmation, Option, ToolCall
 from gemini_companion.agent.session import AgentSession
 from gemini_companion.agent.transport import TransportContext
-from gemini_companion.agent.view import PanelView
+from gemini_companion.agent.view import CUT, MAX_LINE, PanelView
 from harness import json_lines
 
 
@@ -464,5 +464,40 @@ def test_a_stream_drawn_on_another_thread_goes_one_batch_at_a_time_in_order() ->
         assert [op["op"] for op in editor.batches[-1]] == ["append", "state"]
         assert editor.threads[-1] == "MainThread"
         assert len(built) == 4 and "drawer" not in built  # the state: on the loop
+
+    run(main())
+
+
+@pytest.mark.parametrize("prefix", ["", render.THOUGHT])
+def test_a_line_grown_by_chunks_with_newlines_is_cut_at_the_limit_counting_its_prefix(
+    prefix: str,
+) -> None:
+    """view.py counts each transcript line's length across chunks without a loop over
+    their lines: a line that a later chunk makes too long is still cut where it
+    passes :data:`MAX_LINE`, the prefix of a new line counted in it."""
+
+    async def main() -> None:
+        editor = FakeEditor()
+        view = PanelView(editor)  # type: ignore[arg-type]
+        view.block(1, ["", prefix], "thought" if prefix else "message")
+        room = MAX_LINE - len(prefix)
+        for chunk in [
+            "x" * 6000,
+            "x" * 3000 + "\n" + "y" * (room - 1000),
+            "y" * 2000 + "\n" + "z" * (room - 10),
+            "z" * 10 + "\nw",
+            "\n" + "v" * room,
+        ]:
+            view.append(1, chunk, prefix)
+            await asyncio.sleep(0)
+        await view.drained()
+        lines = editor.text().split("\n")
+        assert lines[1:] == [
+            prefix + "x" * 9000,
+            prefix + "y" * room + CUT,
+            prefix + "z" * room,
+            prefix + "w",
+            prefix + "v" * room,
+        ]
 
     run(main())
