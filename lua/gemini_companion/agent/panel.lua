@@ -345,6 +345,7 @@ function M.open(opts)
     api.nvim_win_set_buf(twin, tbuf)
     transcript_window_options(twin)
     pcall(api.nvim_win_set_cursor, twin, { api.nvim_buf_line_count(tbuf), 0 })
+    require("gemini_companion.agent.renderers").refresh(tbuf)
   end
   if not pwin then
     api.nvim_set_current_win(twin)

@@ -4,7 +4,12 @@
 --- the transcript changes while the cursor is elsewhere (in the prompt): a streamed
 --- answer stayed raw until the cursor went into the transcript. So, at most every
 --- 100 ms while it changes, each renderer attached to the transcript is asked to
---- draw it again, through its own entry point. Nothing runs when neither is loaded.
+--- draw it again, through its own entry point; so is each when the panel opens a
+--- window on it. markview.nvim sets its window options (conceallevel) for the
+--- windows showing a buffer when it attaches, and it attaches to the transcript
+--- when its filetype is set, before any window shows it: a window the panel opens
+--- gets them from markview's own `on_enable` callback (the user's, if configured).
+--- Nothing runs when neither is loaded.
 local M = {}
 
 local api = vim.api
@@ -13,6 +18,9 @@ local INTERVAL_MS = 100
 
 ---@type table<integer, boolean>
 local watched = {}
+
+---@type table<integer, boolean> windows markview's window options were applied to
+local markview_windows = {}
 
 --- Ask each renderer that drew `buf` before to draw it again.
 ---@param buf integer
@@ -29,6 +37,15 @@ function M.refresh(buf)
   local markview_state = package.loaded["markview.state"]
   if markview_state and type(markview_state.buf_attached) == "function" and markview_state.buf_attached(buf) then
     pcall(function()
+      local fresh = vim.tbl_filter(function(win)
+        return not markview_windows[win]
+      end, vim.fn.win_findbuf(buf))
+      if #fresh > 0 then
+        for _, win in ipairs(fresh) do
+          markview_windows[win] = true
+        end
+        require("markview.actions").autocmd("on_enable", buf, fresh)
+      end
       require("markview").render(buf)
     end)
   end
