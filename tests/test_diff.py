@@ -771,6 +771,23 @@ def test_diff_tab_labels_read_the_file_and_proposal_at_80_columns(nvim: Nvim) ->
             tabline
         )
         assert "//" not in tabline
+        # A tabline plugin's way: the tail of each tab's current buffer name.
+        nvim.lua(
+            "function _G.plugin_tabline()"
+            " local labels = {}"
+            " for n = 1, vim.fn.tabpagenr('$') do"
+            "   local buf = vim.fn.tabpagebuflist(n)[vim.fn.tabpagewinnr(n)]"
+            "   labels[#labels + 1] = ' ' .. vim.fn.fnamemodify(vim.fn.bufname(buf), ':t') .. ' '"
+            " end"
+            " return table.concat(labels, '|')"
+            " end"
+            " vim.o.tabline = '%!v:lua.plugin_tabline()'"
+        )
+        nvim.api.command("redraw!")
+        assert nvim.lua(SCREEN_ROW, 1).rstrip() == (
+            " notes.md | calc.py (proposal) | calc.py (proposal)"
+        )
+        nvim.lua("vim.o.tabline = ''")
         # Each proposal still accepts with :w (the name is no file's).
         nvim.api.command("write")
         assert second.next_notification("ide/diffAccepted") == {
