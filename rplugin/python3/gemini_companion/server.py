@@ -415,11 +415,14 @@ def _import_server_stack() -> None:
     """What :meth:`CompanionServer._serve` and the app it builds import (about half
     a second on a quiet machine), in a worker thread."""
     import anyio  # noqa: F401
+
+    from .sdk import defer_wire_models, skip_package_inits
+
+    defer_wire_models()  # before anything imports mcp_types.methods
     import mcp_types  # noqa: F401
     import uvicorn  # noqa: F401
 
     from . import bodies, connections, session_cap, sessions  # noqa: F401
-    from .sdk import skip_package_inits
 
     skip_package_inits("mcp", "mcp.server")
     import mcp.server.lowlevel
