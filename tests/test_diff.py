@@ -817,6 +817,13 @@ def test_edit_bang_in_the_proposal_brings_the_proposal_back(
     assert proposal_text(nvim, view) == ["def hello():", "    return 2"]
     assert nvim.lua("return {vim.bo.modified, vim.bo.eol}") == [False, False]
     assert [v["id"] for v in views(nvim)] == [view["id"]]
+    # The left side, a copy of the file on disk: `:e!` reads the file again.
+    target.write_text("def hello():\n    return 3\n")
+    nvim.lua("vim.api.nvim_set_current_win(...)", view["original_win"])
+    nvim.api.command("edit!")
+    assert nvim.api.current.buffer[:] == ["def hello():", "    return 3"]
+    assert nvim.lua("return {vim.bo.modified, vim.bo.modifiable}") == [False, False]
+    nvim.lua("vim.api.nvim_set_current_win(...)", view["proposal_win"])
     nvim.api.command("write")
     assert conn.next_notification("ide/diffAccepted") == {
         "filePath": str(target),

@@ -157,6 +157,16 @@ local function disk_copy(path, filetype, created)
     pcall(api.nvim_buf_set_name, buf, name)
   end
   vim.b[buf].gemini_diff_view = true
+  api.nvim_create_autocmd("BufReadCmd", { -- `:e!` reads the file again (the name is none)
+    group = augroup,
+    buffer = buf,
+    callback = function()
+      vim.bo[buf].modifiable = true
+      api.nvim_buf_set_lines(buf, 0, -1, false, {})
+      pcall(text.load_file, buf, path)
+      vim.bo[buf].modifiable, vim.bo[buf].modified = false, false
+    end,
+  })
   vim.bo[buf].bufhidden = "wipe"
   vim.bo[buf].modifiable = false
   vim.bo[buf].modified = false
