@@ -4,6 +4,9 @@
 --- then with the injections of the last 50 lines parsed too (what the highlighter
 --- parses for a window on the tail), with and without the `html_block` injection.
 ---
+--- Then the transcript's own highlighting (agent.markdown true, and false for
+--- the floor) drawing a 1 MB answer batch by batch (see `panel` below).
+---
 --- Run: nvim --headless --clean -l bench/markdown_parse.lua [batches]
 ---
 --- Finding (Neovim 0.11.4): without headings the whole answer is one `section`
@@ -69,6 +72,85 @@ local function report(what, headings, on_screen)
   )
 end
 
+--- The transcript's highlighters themselves, as the panel drives them: a 1 MB
+--- answer with a heading and a `lua` fence every 14 lines and no other heading
+--- section break, drawn in 1000 batches by transcript.lua's `_apply` into a
+--- window showing its end, each batch followed by a redraw (the tree-sitter
+--- highlighter parses at redraw), then the wait for the screen to keep still
+--- (code fences on it parsed). Prints the CPU per batch (apply + redraw),
+--- p50/p99/max over the first and the last tenth of the answer: a cost
+--- proportional to what arrived stays flat as the transcript grows.
+---@param mode boolean|string agent.markdown
+local function panel(mode)
+  vim.opt.rtp:prepend(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h"))
+  package.loaded["gemini_companion.config"] = {
+    get = function()
+      return { agent = { markdown = mode } }
+    end,
+  }
+  -- Neovim 0.11's highlighter parses in slices between events: parse at each
+  -- redraw, as it does when the main loop has time (a stream at the CLI's pace).
+  vim.g._ts_force_sync_parsing = true
+  local t = require("gemini_companion.agent.transcript")
+  local part = "## Step %d\n\nThe function below *counts* the `lines` of a **file**:\n\n"
+    .. "```lua\nlocal function count(path)\n  return #vim.fn.readfile(path)\nend\n```\n\n"
+    .. "- first point\n- second point\n\n"
+  local parts, size = {}, 0
+  while size < 1000000 do
+    parts[#parts + 1] = part:format(#parts)
+    size = size + #parts[#parts]
+  end
+  local whole = table.concat(parts)
+  local b = t.buffer()
+  vim.api.nvim_win_set_buf(0, b)
+  t._apply({ { op = "block", id = 1, lines = { "▍ You", "go", "", "▍ Gemini" }, kind = "prompt" } })
+  local step = math.ceil(#whole / 1000)
+  local times = {}
+  local c0 = os.clock()
+  for i = 1, #whole, step do
+    local t0 = os.clock()
+    t._apply({ { op = "append", id = 2, text = whole:sub(i, i + step - 1), prefix = "" } })
+    vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(b), 0 })
+    vim.cmd.redraw()
+    times[#times + 1] = (os.clock() - t0) * 1000
+  end
+  -- The stream ends: the screen keeps still, the code fences on it are parsed.
+  local t0 = os.clock()
+  vim.wait(require("gemini_companion.agent.markdown_code").SETTLE_MS * 3)
+  vim.cmd.redraw()
+  local settle = (os.clock() - t0) * 1000
+  local total = (os.clock() - c0) * 1000
+  ---@param from integer
+  ---@param to integer
+  local function tenth(from, to)
+    local slice = vim.list_slice(times, from, to)
+    local worst = math.max(unpack(slice))
+    table.sort(slice)
+    return ("p50 %.2f ms, p99 %.2f ms, max %.2f ms"):format(
+      slice[math.ceil(#slice / 2)],
+      slice[math.ceil(#slice * 0.99)],
+      worst
+    )
+  end
+  local n = #times
+  io.stdout:write(
+    ("agent.markdown = %s: %d batches, %d lines, CPU %.0f ms (%.1f ms once it ended); per batch (apply + redraw) first tenth %s; last tenth %s\n"):format(
+      vim.inspect(mode),
+      n,
+      vim.api.nvim_buf_line_count(b),
+      total,
+      settle,
+      tenth(1, math.floor(n / 10)),
+      tenth(n - math.floor(n / 10) + 1, n)
+    )
+  )
+end
+
+if arg[2] == "panel" then
+  local modes = { ["true"] = true, ["false"] = false, treesitter = "treesitter" }
+  panel(modes[arg[3]])
+  return
+end
 if arg[2] == "without-html" then
   -- Set before any parser reads the query (Neovim keeps the first it reads).
   local files = vim.treesitter.query.get_files("markdown", "injections")
@@ -84,3 +166,9 @@ report("with the injections on screen, headings", true, true)
 local script = debug.getinfo(1, "S").source:sub(2)
 local cmd = { vim.v.progpath, "--headless", "--clean", "-l", script, tostring(batches), "without-html" }
 io.stdout:write(vim.system(cmd, { text = true }):wait().stdout)
+-- ("treesitter" is left out: parsing at each redraw, it takes minutes at 1 MB;
+-- the figures above are its cost.)
+for _, mode in ipairs({ "false", "true" }) do
+  cmd = { vim.v.progpath, "--headless", "--clean", "-l", script, tostring(batches), "panel", mode }
+  io.stdout:write(vim.system(cmd, { text = true }):wait().stdout)
+end

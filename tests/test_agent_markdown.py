@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from agent_setup import wait_agent, wait_transcript
-from harness import ROOT, Nvim
+from harness import ROOT, Nvim, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
@@ -92,6 +92,17 @@ def groups(nvim: Nvim, row: int) -> list[str]:
     return [m.split(":", 1)[0] for m in marks(nvim, row)]
 
 
+def wait_marks(nvim: Nvim, row: int, wanted: list[str]) -> list[str]:
+    """The row's marks once they hold ``wanted``: a code fence on screen is parsed
+    when the screen has kept still for a moment."""
+
+    def check() -> list[str] | None:
+        found = marks(nvim, row)
+        return found if all(w in found for w in wanted) else None
+
+    return wait_for(check, 10, f"{wanted} on row {row}")
+
+
 def lua_parser(nvim: Nvim) -> bool:
     return bool(nvim.lua("return (pcall(vim.treesitter.language.add, 'lua'))"))
 
@@ -118,10 +129,8 @@ def test_a_streamed_answer_is_highlighted_as_markdown_with_its_code_fence_in_lua
     body = lines.index("local function greet(name)")
     assert "@markup.raw.block.markdown" in groups(nvim, body)
     if lua_parser(nvim):
-        found = marks(nvim, body)
-        assert "@keyword.function.lua:function" in found, found
-        assert "@function.lua:greet" in found, found
-        assert "@string.lua:'hi '" in marks(nvim, body + 1)
+        wait_marks(nvim, body, ["@keyword.function.lua:function", "@function.lua:greet"])
+        wait_marks(nvim, body + 1, ["@string.lua:'hi '"])
     # The closing fence arrived split ("``" then "`"): the text after it is prose.
     assert groups(nvim, lines.index("Done.")) == []
 
@@ -141,12 +150,11 @@ def test_a_1_mb_answer_is_highlighted_as_if_drawn_at_once_and_fences_when_shown(
     assert lines[middle] == "local function count(path)"
     if lua_parser(nvim):
         # The answer ended with this fence open: on screen, it is in its language.
-        assert "@keyword.lua:local" in marks(nvim, last)
-        assert "@boolean.lua:true" in marks(nvim, last)
+        wait_marks(nvim, last, ["@keyword.lua:local", "@boolean.lua:true"])
         # A fence scrolled past unseen is not parsed until it is shown.
         assert "@function.lua:count" not in marks(nvim, middle)
         nvim.lua(SHOW, middle)
-        assert "@function.lua:count" in marks(nvim, middle)
+        wait_marks(nvim, middle, ["@function.lua:count"])
     # The marks left by 1000 batches, lines split anywhere, are those of
     # classifying the answer whole at once.
     start = lines.index("▍ Gemini") + 1

@@ -1,12 +1,13 @@
 --- Code fences of the transcript in their language (agent/markdown.lua finds
---- them): a fence that closed is queued, and highlighted when it is first on
---- screen (the transcript's decoration provider calls `on_win`), with one parse
+--- them): a fence that closed is queued, and highlighted once it is on screen
+--- and the screen has kept still for `SETTLE_MS` (the transcript's decoration
+--- provider calls `on_win`; the stream scrolls fences past), with one parse
 --- of its text alone (`vim.treesitter.get_string_parser`) and one pass of the
 --- language's `highlights` query, into real extmarks in the namespace
 --- `gemini_companion_agent_code` with the groups Neovim's highlighter uses
 --- (`@keyword.lua`, ...). A long answer's fences that scroll past while it
 --- streams cost nothing until they are looked at; each costs about 0.1-0.2 ms
---- for a few lines once shown.
+--- for a few lines (most of it the query's predicates) once shown.
 local M = {}
 
 local api = vim.api
@@ -129,15 +130,11 @@ function M.queue(b, first, last, info)
   end
 end
 
---- Highlight the queued fences among rows `top`..`bot` (a window about to show
---- them).
+--- Highlight the queued fences among rows `top`..`bot` of buffer `b`.
 ---@param b integer
 ---@param top integer
 ---@param bot integer
-function M.on_win(b, top, bot)
-  if next(queued) == nil then
-    return
-  end
+local function light(b, top, bot)
   local found = api.nvim_buf_get_extmarks(b, queue_ns, { top, 0 }, { bot, -1 }, { overlap = true, details = true })
   for _, m in ipairs(found) do
     local info = queued[m[1]]
@@ -147,6 +144,48 @@ function M.on_win(b, top, bot)
       highlight(b, m[2], m[4].end_row, info)
     end
   end
+end
+
+--- How long the screen must keep still before the fences on it are parsed: a
+--- stream that scrolls fences past faster than this parses none of them until it
+--- slows down (or ends), and then only those on screen.
+M.SETTLE_MS = 40
+
+---@type uv.uv_timer_t?
+local timer = nil
+
+--- The fences on screen in the windows showing `b` once it is still.
+---@param b integer
+local function settled(b)
+  if not api.nvim_buf_is_valid(b) then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(b)) do
+    local top, bot = vim.fn.line("w0", win) - 1, vim.fn.line("w$", win)
+    light(b, top, bot)
+  end
+end
+
+--- A window is about to show rows `top`..`bot` of `b`: if queued fences are
+--- among them, they are parsed once the screen keeps still for `SETTLE_MS`.
+---@param b integer
+---@param top integer
+---@param bot integer
+function M.on_win(b, top, bot)
+  if next(queued) == nil then
+    return
+  end
+  if #api.nvim_buf_get_extmarks(b, queue_ns, { top, 0 }, { bot, -1 }, { overlap = true, limit = 1 }) == 0 then
+    return
+  end
+  timer = timer or assert(vim.uv.new_timer())
+  timer:start(
+    M.SETTLE_MS,
+    0,
+    vim.schedule_wrap(function()
+      settled(b)
+    end)
+  )
 end
 
 --- Forget every queued fence (a new transcript buffer).
