@@ -6,9 +6,9 @@ it needs tests/interop/node_modules, which scripts/setup installs), at 100x30:
 a Lua file open, a prompt whose ``@ca`` is completed to ``@calc.lua`` with
 ``<C-x><C-o>`` and sent with ``<C-s>``, the answer in markdown (a code fence in
 Lua, a heading, bold and inline code), and the next prompt being typed with
-another completed ``@file``. Then a UI attaches through pynvim (``ext_linegrid``,
-RGB colours) and the screen it is sent, every cell with its highlight attributes,
-is written as an SVG: one ``<text>`` per run of cells alike, in the colours of
+another completed ``@file``. A UI is attached through pynvim from the start
+(``ext_linegrid``, RGB colours); the screen it was sent, every cell with its
+highlight attributes, is written as an SVG: one ``<text>`` per run of cells alike, in the colours of
 Neovim's default colour scheme, in a monospace font.
 
 Run: .venv/bin/python scripts/screen.py [out.svg]
@@ -64,6 +64,14 @@ for name, ns in pairs(vim.api.nvim_get_namespaces()) do
   end
 end
 return ("the plugin's markdown highlighter (%d extmarks)"):format(marks)
+"""
+
+
+# Marks of the code fences parsed in their language (agent/markdown_code.lua).
+CODE_MARKS = """
+local ns = vim.api.nvim_get_namespaces()['gemini_companion_agent_code']
+local b = require('gemini_companion.agent.transcript').buffer()
+return ns and #vim.api.nvim_buf_get_extmarks(b, ns, 0, -1, {}) or 0
 """
 
 
@@ -124,10 +132,9 @@ class Screen:
 
 
 def read_screen(nvim: Nvim) -> Screen:
-    """Attach a UI, redraw, and take in what it is sent up to a marker notification
-    sent after the redraw (the channel keeps the order)."""
+    """Redraw, and take in all the UI was sent since it attached, up to a marker
+    notification sent after the redraw (the channel keeps the order)."""
     screen = Screen()
-    nvim.api.ui_attach(COLUMNS, LINES, rgb=True, ext_linegrid=True)
     nvim.api.command("redraw!")
     nvim.api.command("call rpcnotify(0, 'screen_done')")
     while True:
@@ -234,6 +241,9 @@ def capture(root: Path) -> Screen:
     )
     try:
         nvim.wait_running()
+        # A UI from the start, as a user has: Neovim redraws, and the transcript's
+        # code fences are parsed in their language once on screen.
+        nvim.api.ui_attach(COLUMNS, LINES, rgb=True, ext_linegrid=True)
         nvim.api.command("edit calc.lua")
         nvim.api.command("GeminiAgent")
         nvim.api.input("iexplain @ca<C-x><C-o>")
@@ -256,6 +266,7 @@ def capture(root: Path) -> Screen:
         )
         nvim.api.input(" ")  # the mode line says -- INSERT -- again
         wait_for(lambda: current_line(nvim).endswith(" "), WAIT, "the space typed")
+        wait_for(lambda: nvim.lua(CODE_MARKS) > 0, WAIT, "the code fence parsed as Lua")
         screen = read_screen(nvim)
         screen.highlighter = str(nvim.lua(HIGHLIGHTER))
         return screen
