@@ -111,6 +111,17 @@ def test_a_terminal_opened_loads_the_server_stack_before_any_client_connects(
     assert nvim.state()["sessions"] == []
 
 
+def test_a_terminal_open_before_the_start_loads_the_server_stack_at_the_start(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    env, marks = _watching(tmp_path)
+    nvim = nvim_factory(env=env, setup={"auto_start": False})
+    nvim.api.command("terminal")  # a shell, where the user may run gemini later
+    nvim.start()
+    nvim.wait_state(lambda s: s.get("serving"), 30, "the server stack loaded")
+    assert _loaded(marks) == sorted(SERVER_STACK)
+
+
 def test_the_host_at_rest_loads_neither_the_sdks_client_nor_the_agent_stack(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:

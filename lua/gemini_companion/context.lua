@@ -286,14 +286,27 @@ function M.enable(opts)
     on_buffer_changed(api.nvim_get_current_buf())
   end, { "buftype", "buflisted" })
   -- A terminal opened: a CLI may be about to connect, and the server loads what
-  -- serving it takes now rather than while the CLI waits (server.py). Said once.
-  api.nvim_create_autocmd("TermOpen", {
-    group = group,
-    once = true,
-    callback = function()
-      send("terminal")
-    end,
-  })
+  -- serving it takes now rather than while the CLI waits (server.py). Said once,
+  -- at once if a terminal is already open (one opened before the start: a CLI may
+  -- be run in its shell).
+  local terminal_open = false
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if vim.bo[buf].buftype == "terminal" then
+      terminal_open = true
+      break
+    end
+  end
+  if terminal_open then
+    send("terminal")
+  else
+    api.nvim_create_autocmd("TermOpen", {
+      group = group,
+      once = true,
+      callback = function()
+        send("terminal")
+      end,
+    })
+  end
   autocmd({ "BufDelete", "BufWipeout" }, function(args)
     if known[args.buf] then
       known[args.buf] = nil
