@@ -159,6 +159,16 @@ local function range(b, id)
   return start, finish
 end
 
+--- The rows of block `id` (first, and last exclusive), or nil when it is gone
+--- (agent/markdown.lua, which classifies a big batch in slices).
+---@param id integer
+---@return integer? start, integer? finish
+function M._range(id)
+  if blocks[id] and buf and api.nvim_buf_is_valid(buf) then
+    return range(buf, id)
+  end
+end
+
 --- Lines as Neovim takes them: one holding a newline (which nvim_buf_set_lines
 --- refuses, failing the whole batch) becomes several.
 ---@param lines string[]
