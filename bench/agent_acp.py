@@ -97,7 +97,11 @@ def bench_latency(root: Path, manifest: Path, chunks: int) -> list[float]:
     nvim = start_nvim(root, manifest, [sys.executable, str(FAKE_AGENT)], {})
     try:
         nvim.api.command("GeminiAgent hello")
-        wait_for(lambda: "echo: hello" in transcript(nvim), 60, "the fake agent's answer")
+        wait_for(
+            lambda: "echo: hello" in transcript(nvim) and agent_state(nvim) == "idle",
+            60,
+            "the fake agent's answer",
+        )
         watch_transcript(nvim, "^<t=(%d+)>")
         # 20 ms apart: each chunk is its own event, not a burst.
         nvim.api.command(f"GeminiAgent stream {chunks} 60 20")
@@ -116,7 +120,11 @@ def bench_stall(root: Path, manifest: Path) -> tuple[float, float, float]:
     nvim = start_nvim(root, manifest, [sys.executable, str(FAKE_AGENT)], {})
     try:
         nvim.api.command("GeminiAgent hello")
-        wait_for(lambda: "echo: hello" in transcript(nvim), 60, "the fake agent's answer")
+        wait_for(
+            lambda: "echo: hello" in transcript(nvim) and agent_state(nvim) == "idle",
+            60,
+            "the fake agent's answer",
+        )
         return measure_stream(
             nvim,
             "GeminiAgent stream 1000 1000 0",
@@ -138,7 +146,11 @@ def bench_cpu(root: Path, manifest: Path) -> tuple[float, float, float, int]:
     nvim = start_nvim(root, manifest, [sys.executable, str(FAKE_AGENT)], {})
     try:
         nvim.api.command("GeminiAgent hello")
-        wait_for(lambda: "echo: hello" in transcript(nvim), 60, "the fake agent's answer")
+        wait_for(
+            lambda: "echo: hello" in transcript(nvim) and agent_state(nvim) == "idle",
+            60,
+            "the fake agent's answer",
+        )
         host = int(nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)"))
         nvim.lua(
             "local t = require('gemini_companion.agent.transcript') local apply = t._apply"

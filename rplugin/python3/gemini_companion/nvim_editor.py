@@ -26,7 +26,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_RECEIVE = "return require('gemini_companion.host')._receive(...)"
+RECEIVE = "return require('gemini_companion.host')._receive(...)"
+
+_HOST_PID = (
+    "local c = require('gemini_companion.host').channel return c and vim.fn.jobpid(c) or vim.NIL"
+)
+
+
+def draw_request(ops: list[dict[str, Any]]) -> tuple[str, list[Any]]:
+    """The msgpack-rpc request of ``agent_draw`` for the agent panel's own channel to
+    Neovim (agent/nvim_channel.py): the same message to the same ``_receive``."""
+    return "nvim_exec_lua", [RECEIVE, ["agent_draw", ops]]
+
+
+def host_pid_request() -> tuple[str, list[Any]]:
+    """The request whose answer is the process id of the Neovim's host (that channel
+    is used only with the Neovim that started this host)."""
+    return "nvim_exec_lua", [_HOST_PID, []]
 
 
 class NvimEditor:
@@ -58,7 +74,7 @@ class NvimEditor:
 
     def _send(self, name: str, *args: Any) -> None:
         """A one-way message: nothing waits for Neovim to run it."""
-        self._schedule(lambda: self._nvim.exec_lua(_RECEIVE, name, *args, async_=True))
+        self._schedule(lambda: self._nvim.exec_lua(RECEIVE, name, *args, async_=True))
 
     def _request(self, name: str, *args: Any) -> concurrent.futures.Future[Any]:
         """A message whose answer matters: the future holds it, or the error raised."""
@@ -70,7 +86,7 @@ class NvimEditor:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                future.set_result(self._nvim.exec_lua(_RECEIVE, name, *args))
+                future.set_result(self._nvim.exec_lua(RECEIVE, name, *args))
             except Exception as exc:
                 future.set_exception(exc)
 
@@ -147,7 +163,7 @@ class NvimEditor:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                session.request("nvim_exec_lua", [_RECEIVE, ["agent_draw", ops]], answered)
+                session.request("nvim_exec_lua", [RECEIVE, ["agent_draw", ops]], answered)
             except Exception as exc:
                 future.set_exception(exc)
 

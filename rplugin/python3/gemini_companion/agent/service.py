@@ -116,6 +116,7 @@ class AgentService:
         self._review: DiffReview | None = None
         self._options: AgentOptions | None = None
         self._stopping: set[asyncio.Task[None]] = set()
+        self._connecting: set[asyncio.Task[None]] = set()
 
     def _agent_paths(self, workspace: str) -> Callable[[], PathPolicy | None]:
         base = self._path_policy
@@ -141,6 +142,7 @@ class AgentService:
         task.add_done_callback(tasks.discard)
 
     def _create(self, options: AgentOptions) -> None:
+        from ..nvim_editor import NvimEditor
         from .review import DiffReview
         from .session import AgentSession
         from .view import PanelView
@@ -168,7 +170,14 @@ class AgentService:
         self._review = DiffReview(
             self._editor, answered, context.paths, self._ide_notify, expecting
         )
-        session = AgentSession(transport, PanelView(self._editor), self._review)
+        view = PanelView(self._editor)
+        address = os.environ.get("NVIM")
+        if address and isinstance(self._editor, NvimEditor):
+            # The address of the Neovim that started the host (it gives it to its
+            # jobs): batches go over the session's own connection to it once it is
+            # up (nvim_channel.py), through pynvim until then.
+            self._spawn(view.connect(address), self._connecting)
+        session = AgentSession(transport, view, self._review)
         holder.append(session)
         self._session = session
         self._options = options

@@ -618,3 +618,4 @@ class AgentSession:
             log.exception("stopping the agent failed")
         self._set_status("stopped")
         self._publish()
+        self.view.close()  # later batches (the transcript stays) go through the editor

@@ -38,12 +38,14 @@ import concurrent.futures
 import contextlib
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..editor import Editor
+    from .nvim_channel import NvimChannel
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,38 @@ class PanelView:
         self._line: dict[int, int] = {}  # a text block's last line: its length, -1 once cut
         self._told_invalid = False
         self.batches = 0
+        # The session's own connection to Neovim (nvim_channel.py), used from its loop.
+        self._channel: NvimChannel | None = None
+        self._channel_thread = 0
+
+    async def connect(self, address: str, host_pid: int | None = None) -> None:
+        """Send batches over a connection of the session's own to the Neovim at
+        ``address`` (nvim_channel.py), from now on; through the editor without it.
+        Only to the Neovim whose host process is ``host_pid`` (this one's): an
+        address inherited from another Neovim is not this panel's."""
+        from ..nvim_editor import host_pid_request
+        from .nvim_channel import NvimChannel
+
+        channel = await NvimChannel.connect(address)
+        if channel is None:
+            return
+        try:
+            pid = await asyncio.wait_for(channel.request(*host_pid_request()), 10)
+        except (Exception, asyncio.TimeoutError) as exc:
+            pid = f"unknown ({exc})"
+        wanted = os.getpid() if host_pid is None else host_pid
+        if pid != wanted:
+            log.info("%s is not the Neovim of this host (its host: %s)", address, pid)
+            channel.close()
+            return
+        self._channel_thread = threading.get_ident()
+        self._channel = channel
+
+    def close(self) -> None:
+        """Close the session's own connection to Neovim (batches go through the editor)."""
+        channel, self._channel = self._channel, None
+        if channel is not None:
+            channel.close()
 
     def push(self, op: dict[str, Any]) -> None:
         kind = op["op"]
@@ -259,9 +293,20 @@ class PanelView:
 
     def _send(self, batch: list[dict[str, Any]]) -> None:
         self.batches += 1
+        channel = self._channel
+        if (
+            channel is not None
+            and not channel.closed
+            and threading.get_ident() == self._channel_thread
+        ):
+            from ..nvim_editor import draw_request
+
+            # Answered on the session's loop, which sends the next batch from there.
+            channel.request(*draw_request(batch)).add_done_callback(self._drawn)
+            return
         self._editor.agent_draw(batch).add_done_callback(self._drawn)
 
-    def _drawn(self, future: concurrent.futures.Future[Any]) -> None:
+    def _drawn(self, future: concurrent.futures.Future[Any] | asyncio.Future[Any]) -> None:
         """A batch is drawn (on whichever thread answered it): send the next one from
         here when it is plain operations; the state is built on the session's loop."""
         exc = future.exception() if not future.cancelled() else None
