@@ -30,12 +30,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .early import listening_socket
 from .security import (
     ASGIApp,
-    Receive,
     RequestGuard,
-    Scope,
-    Send,
 )
-from .tools import IDE_PATH, ToolRegistry, ToolResult
+from .tools import IDE_PATH, ToolRegistry
 
 if TYPE_CHECKING:
     import uvicorn
@@ -45,9 +42,6 @@ if TYPE_CHECKING:
     from .sessions import SessionStream, SessionStreams
 
 log = logging.getLogger(__name__)
-
-SERVER_NAME = "gemini-companion.nvim"
-SERVER_VERSION = "0.1.0"
 
 
 class ServerExitedError(RuntimeError):
@@ -247,7 +241,9 @@ class CompanionServer:
         log.info("loading the server stack (%s)", woken_by)
         # Imported off the loop: meanwhile it runs what is posted to it (the agent
         # panel starts its agent at once, issue 25 item 1).
-        await asyncio.to_thread(_import_server_stack)
+        from .server_stack import import_server_stack
+
+        await asyncio.to_thread(import_server_stack)
         import anyio
         import uvicorn
 
@@ -316,57 +312,9 @@ class CompanionServer:
             return
         log.info("server warmed up in %.1f ms", (time.perf_counter() - started) * 1000)
 
-    def _sdk_app(self, path: str, registry: ToolRegistry) -> Any:
-        """The mcp SDK's Streamable HTTP app serving ``registry`` at ``path``."""
-        import mcp_types as types
-
-        from .sdk import skip_package_inits
-
-        skip_package_inits("mcp", "mcp.server")
-        from mcp.server.lowlevel import Server
-        from mcp.server.transport_security import TransportSecuritySettings
-
-        listed = [
-            types.Tool(name=t.name, description=t.description, input_schema=dict(t.input_schema))
-            for t in registry
-        ]
-
-        async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-            return types.ListToolsResult(tools=listed)
-
-        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-            session_id = None
-            request = getattr(ctx, "request", None)
-            if request is not None:
-                session_id = request.headers.get("mcp-session-id")
-            result: ToolResult = await registry.call(session_id, params.name, params.arguments)
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=t) for t in result.texts],
-                is_error=result.is_error,
-            )
-
-        mcp_server: Server[Any] = Server(
-            SERVER_NAME, version=SERVER_VERSION, on_list_tools=list_tools, on_call_tool=call_tool
-        )
-        mcp_server.middleware = []  # no OpenTelemetry spans from inside an editor
-        return mcp_server.streamable_http_app(
-            streamable_http_path=path,
-            # A POST is answered with one JSON body, not an SSE stream of one event:
-            # no stream and no task per request, and the client reads it at once
-            # (issue 10: a third less server time per request, and no SSE parser
-            # to warm up in a fresh CLI). Nothing here sends request-scoped
-            # notifications, which only an SSE answer could carry.
-            json_response=True,
-            max_request_body_size=self.options.max_body_bytes,
-            # Host and Origin are checked by RequestGuard, with a stricter policy.
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            # Abandoned sessions (initialized, never closed) held ~39 KB each for ever.
-            session_idle_timeout=self.options.session_idle_seconds,
-            max_sessions=self.options.max_sessions,
-        )
-
     def _build_app(self) -> tuple[ASGIApp, list[contextlib.AbstractAsyncContextManager[Any]]]:
         from .bodies import BigProposals
+        from .server_stack import PathRouter, sdk_app
         from .session_cap import SessionCap
         from .sessions import SessionStreams
 
@@ -374,7 +322,13 @@ class CompanionServer:
         routes: dict[str, ASGIApp] = {}
         lifespans: list[contextlib.AbstractAsyncContextManager[Any]] = []
         for path, registry in self._endpoints.items():
-            app = self._sdk_app(path, registry)
+            app = sdk_app(
+                path,
+                registry,
+                max_body_bytes=self.options.max_body_bytes,
+                session_idle_seconds=self.options.session_idle_seconds,
+                max_sessions=self.options.max_sessions,
+            )
             capped = SessionCap(app, max_sessions=self.options.max_sessions)
             self.session_caps[path] = capped
             if path == IDE_PATH:
@@ -387,46 +341,13 @@ class CompanionServer:
                 routes[path] = capped
                 lifespans.append(app.router.lifespan_context(app))
         guard = RequestGuard(
-            _PathRouter(routes, lifespan=routes[IDE_PATH]),
+            PathRouter(routes, lifespan=routes[IDE_PATH]),
             token=self.options.token,
             port=self.port,
             max_body_bytes=self.options.max_body_bytes,
             paths=frozenset(routes),
         )
         return guard, lifespans
-
-
-class _PathRouter:
-    """Each request to the app of its path; the lifespan to the IDE endpoint's app.
-    RequestGuard has already refused any other path."""
-
-    def __init__(self, routes: Mapping[str, ASGIApp], *, lifespan: ASGIApp) -> None:
-        self._routes = dict(routes)
-        self._lifespan = lifespan
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(scope, receive, send)
-            return
-        await self._routes[scope["path"]](scope, receive, send)
-
-
-def _import_server_stack() -> None:
-    """What :meth:`CompanionServer._serve` and the app it builds import (about half
-    a second on a quiet machine), in a worker thread."""
-    import anyio  # noqa: F401
-
-    from .sdk import defer_wire_models, skip_package_inits
-
-    defer_wire_models()  # before anything imports mcp_types.methods
-    import mcp_types  # noqa: F401
-    import uvicorn  # noqa: F401
-
-    from . import bodies, connections, session_cap, sessions  # noqa: F401
-
-    skip_package_inits("mcp", "mcp.server")
-    import mcp.server.lowlevel
-    import mcp.server.transport_security  # noqa: F401
 
 
 _background: set[asyncio.Task[Any]] = set()

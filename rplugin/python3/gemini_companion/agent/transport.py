@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 def plugin_version() -> str:
     """The plugin's version, as the agent is told it (ACP's ``clientInfo``, the
     extension in the A2A server's private home)."""
-    from ..server import SERVER_VERSION
+    from ..server_stack import SERVER_VERSION
 
     return SERVER_VERSION
 
