@@ -93,7 +93,8 @@ def start_nvim(root: Path, manifest: Path, cmd: list[str], env: dict[str, str]) 
     return nvim
 
 
-def bench_latency(root: Path, manifest: Path, chunks: int) -> list[float]:
+def started_fake_agent(root: Path, manifest: Path) -> Nvim:
+    """A Neovim whose panel runs the SDK fake agent, past its first answer (idle)."""
     nvim = start_nvim(root, manifest, [sys.executable, str(FAKE_AGENT)], {})
     try:
         nvim.api.command("GeminiAgent hello")
@@ -102,6 +103,15 @@ def bench_latency(root: Path, manifest: Path, chunks: int) -> list[float]:
             60,
             "the fake agent's answer",
         )
+    except BaseException:
+        nvim.close()
+        raise
+    return nvim
+
+
+def bench_latency(root: Path, manifest: Path, chunks: int) -> list[float]:
+    nvim = started_fake_agent(root, manifest)
+    try:
         watch_transcript(nvim, "^<t=(%d+)>")
         # 20 ms apart: each chunk is its own event, not a burst.
         nvim.api.command(f"GeminiAgent stream {chunks} 60 20")
@@ -117,14 +127,8 @@ def gemini_env(root: Path) -> dict[str, str]:
 
 def bench_stall(root: Path, manifest: Path) -> tuple[float, float, float]:
     """1 MB from the SDK fake agent: 1000 chunks of 1000 characters, no pause."""
-    nvim = start_nvim(root, manifest, [sys.executable, str(FAKE_AGENT)], {})
+    nvim = started_fake_agent(root, manifest)
     try:
-        nvim.api.command("GeminiAgent hello")
-        wait_for(
-            lambda: "echo: hello" in transcript(nvim) and agent_state(nvim) == "idle",
-            60,
-            "the fake agent's answer",
-        )
         return measure_stream(
             nvim,
             "GeminiAgent stream 1000 1000 0",
@@ -143,14 +147,8 @@ def cpu_seconds(pid: int) -> float:
 def bench_cpu(root: Path, manifest: Path) -> tuple[float, float, float, int]:
     """1 MB from the SDK agent at about the CLI's pace: CPU seconds of Neovim and of
     the host, wall seconds, and the batches drawn."""
-    nvim = start_nvim(root, manifest, [sys.executable, str(FAKE_AGENT)], {})
+    nvim = started_fake_agent(root, manifest)
     try:
-        nvim.api.command("GeminiAgent hello")
-        wait_for(
-            lambda: "echo: hello" in transcript(nvim) and agent_state(nvim) == "idle",
-            60,
-            "the fake agent's answer",
-        )
         host = int(nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)"))
         nvim.lua(
             "local t = require('gemini_companion.agent.transcript') local apply = t._apply"
