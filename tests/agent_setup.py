@@ -78,3 +78,43 @@ def wait_agent(
         raise AssertionError(
             f"{exc}\n--- state ---\n{agent_state(nvim)}\n--- transcript ---\n{transcript(nvim)}"
         ) from None
+
+
+# A window's rows as the screen shows them (its text area), or with ``status`` its
+# status line: screenstring() cell by cell.
+_WINDOW_ROWS = """
+local win, status = ...
+local row, col = unpack(vim.api.nvim_win_get_position(win))
+local first, last = row + 1, row + vim.api.nvim_win_get_height(win)
+if status then
+  first, last = last + 1, last + 1
+end
+local rows = {}
+for r = first, last do
+  local cells = {}
+  for c = col + 1, col + vim.api.nvim_win_get_width(win) do
+    cells[#cells + 1] = vim.fn.screenstring(r, c)
+  end
+  rows[#rows + 1] = table.concat(cells)
+end
+return rows
+"""
+
+
+def panel_window(nvim: Nvim, which: int = 1) -> int:
+    """The panel's transcript window (1) or prompt window (2)."""
+    return int(
+        nvim.lua(f"return (select({which}, require('gemini_companion.agent.panel').windows()))")
+    )
+
+
+def screen_rows(nvim: Nvim, win: int) -> list[str]:
+    """The rows of window ``win`` as the screen shows them, after ``:redraw!``."""
+    nvim.api.command("redraw!")
+    return list(nvim.lua(_WINDOW_ROWS, win, False))
+
+
+def status_row(nvim: Nvim, win: int) -> str:
+    """The status line of window ``win`` as the screen shows it, after ``:redraw!``."""
+    nvim.api.command("redraw!")
+    return str(nvim.lua(_WINDOW_ROWS, win, True)[0])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_setup import transcript, wait_agent, wait_transcript
+from agent_setup import panel_window, screen_rows, transcript, wait_agent, wait_transcript
 from harness import ROOT, Nvim, json_lines, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
@@ -61,21 +61,6 @@ local marks = vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true })
 return vim.tbl_map(function(m) m[4].ns_id = nil; return { m[2], m[4] } end, marks)
 """
 
-# The transcript window's rows as the screen shows them.
-TRANSCRIPT_ROWS = """
-vim.cmd('redraw!')
-local win = require('gemini_companion.agent.panel').windows()
-local row, col = unpack(vim.api.nvim_win_get_position(win))
-local rows = {}
-for r = row + 1, row + vim.api.nvim_win_get_height(win) do
-  local cells = {}
-  for c = col + 1, col + vim.api.nvim_win_get_width(win) do
-    cells[#cells + 1] = vim.fn.screenstring(r, c)
-  end
-  rows[#rows + 1] = table.concat(cells)
-end
-return rows
-"""
 
 DRAWN = ("virt_text", "conceal", "conceal_lines", "hl_group", "line_hl_group", "sign_text")
 
@@ -168,7 +153,7 @@ def test_the_renderer_draws_a_streamed_answer_while_you_type_in_the_prompt(
     )
     assert nvim.api.request("nvim_get_mode")["mode"] == "i"  # still typing
     assert nvim.lua("return vim.bo.filetype") == "gemini_agent_prompt"
-    rows = nvim.lua(TRANSCRIPT_ROWS)
+    rows = screen_rows(nvim, panel_window(nvim))
     shown = "\n".join(rows)
     [summary] = [row for row in rows if "Summary" in row]
     assert "##" not in summary, f"the heading's markup shows\n{shown}"
@@ -184,7 +169,7 @@ def test_the_panel_works_under_the_renderer(nvim: Nvim, renderer: Renderer, log_
     nvim.api.input("shell<C-s>")
     wait_transcript(nvim, ":GeminiAccept [option] or :GeminiReject")
     wait_for(lambda: drawn_rows(nvim, renderer), 10, f"{renderer.name}'s marks")
-    rows = nvim.lua(TRANSCRIPT_ROWS)
+    rows = screen_rows(nvim, panel_window(nvim))
     shown = "\n".join(rows)
     for needle in ("▍ You", "▍ Gemini", "Waiting for you: Run ls -la", "proceed_once", "Allow"):
         assert needle in shown, f"{needle!r} is not on the screen\n{shown}"

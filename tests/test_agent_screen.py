@@ -9,31 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from agent_setup import wait_transcript
+from agent_setup import panel_window, screen_rows, status_row, wait_transcript
 from harness import ROOT, Nvim
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
-# The rows of a window as the screen shows them (its text area, no status line).
-WINDOW_ROWS = """
-local win = ...
-local row, col = unpack(vim.api.nvim_win_get_position(win))
-local rows = {}
-for r = row + 1, row + vim.api.nvim_win_get_height(win) do
-  local cells = {}
-  for c = col + 1, col + vim.api.nvim_win_get_width(win) do
-    cells[#cells + 1] = vim.fn.screenstring(r, c)
-  end
-  rows[#rows + 1] = table.concat(cells)
-end
-return rows
-"""
-
 
 def transcript_rows(nvim: Nvim) -> list[str]:
-    nvim.api.command("redraw!")
-    win = nvim.lua("return (require('gemini_companion.agent.panel').windows())")
-    return list(nvim.lua(WINDOW_ROWS, win))
+    return screen_rows(nvim, panel_window(nvim))
 
 
 def panel_nvim(nvim_factory: Callable[..., Nvim], tmp_path: Path, columns: int) -> Nvim:
@@ -50,21 +33,7 @@ def panel_nvim(nvim_factory: Callable[..., Nvim], tmp_path: Path, columns: int) 
 
 def transcript_status(nvim: Nvim) -> str:
     """The transcript window's status line as the screen shows it."""
-    win = nvim.lua("return (require('gemini_companion.agent.panel').windows())")
-    return str(
-        nvim.lua(
-            """
-local win = ...
-local row, col = unpack(vim.api.nvim_win_get_position(win))
-local cells = {}
-for c = col + 1, col + vim.api.nvim_win_get_width(win) do
-  cells[#cells + 1] = vim.fn.screenstring(row + vim.api.nvim_win_get_height(win) + 1, c)
-end
-return table.concat(cells)
-""",
-            win,
-        )
-    )
+    return status_row(nvim, panel_window(nvim))
 
 
 @pytest.mark.parametrize("columns", [80, 60, 50])
@@ -99,17 +68,6 @@ def test_the_prompts_status_line_starts_with_the_help_key_in_a_narrow_panel(
 ) -> None:
     nvim = panel_nvim(nvim_factory, tmp_path, 80)
     nvim.api.command("GeminiAgent")
-    nvim.api.command("redraw!")
-    status = nvim.lua(
-        """
-local win = select(2, require('gemini_companion.agent.panel').windows())
-local row, col = unpack(vim.api.nvim_win_get_position(win))
-local cells = {}
-for c = col + 1, col + vim.api.nvim_win_get_width(win) do
-  cells[#cells + 1] = vim.fn.screenstring(row + vim.api.nvim_win_get_height(win) + 1, c)
-end
-return table.concat(cells)
-"""
-    )
+    status = status_row(nvim, panel_window(nvim, 2))
     assert status.startswith(" ? keys  <CR> / <C-s> (insert)"), status
     assert status.rstrip().endswith(">"), status  # cut at its end, where it is least useful
