@@ -265,7 +265,7 @@ local function transcript_window_options(win)
   -- columns wide, and the options wrapped to the first column.
   wo.breakindent = true
   wo.breakindentopt = "shift:2,min:10"
-  wo.statusline = " %{v:lua.require'gemini_companion.agent.state'.header()}%<"
+  require("gemini_companion.agent.state").show_in(win)
 end
 
 ---@param win integer

@@ -13,8 +13,40 @@ function M._update(state)
   state.pending = state.pending or {}
   state.commands = state.commands or {}
   M.current = state
+  M.set_status_lines()
   vim.api.nvim_exec_autocmds("User", { pattern = "GeminiAgentUpdate", modeline = false, data = state })
   vim.cmd.redrawstatus({ bang = true })
+end
+
+---@type table<integer, true> the transcript windows the panel opened
+local panel_windows = {}
+
+--- `header()` as a 'statusline' value: set when the state changes, not an
+--- expression Neovim evaluates at every redraw of a streaming answer.
+---@return string
+function M.status_line()
+  return " " .. M.header():gsub("%%", "%%%%") .. "%<"
+end
+
+--- Show the header in window `win`'s status line from now on (panel.lua, when it
+--- opens a transcript window).
+---@param win integer
+function M.show_in(win)
+  panel_windows[win] = true
+  vim.wo[win][0].statusline = M.status_line()
+end
+
+--- Write the current header into the status lines of the panel's transcript windows.
+function M.set_status_lines()
+  local line = nil
+  for win in pairs(panel_windows) do
+    if vim.api.nvim_win_is_valid(win) then
+      line = line or M.status_line()
+      vim.wo[win][0].statusline = line
+    else
+      panel_windows[win] = nil
+    end
+  end
 end
 
 --- The agent is busy with a prompt or waits for the user's answer.
