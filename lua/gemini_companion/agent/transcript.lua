@@ -123,6 +123,7 @@ function set_provider()
       end
       require("gemini_companion.agent.markdown_code").on_win(b, top, bot)
       on_screen = {}
+      local own = false
       for i = block_at(b, top), #order do
         local block = blocks[order[i]]
         local start = api.nvim_buf_get_extmark_by_id(b, ns, block.mark, {})[1]
@@ -130,7 +131,11 @@ function set_provider()
           break
         end
         on_screen[#on_screen + 1] = { start = start, kind = block.kind }
+        own = own or (block.kind ~= "text" and block.kind ~= "message")
       end
+      -- Only the answer's text on screen (a streaming answer, mostly): no on_line
+      -- call for each of its rows at each redraw.
+      return own
     end,
     on_line = function(_, _, b, row)
       local group = own_group(b, row)
