@@ -10,14 +10,12 @@ import os
 from pathlib import Path
 
 import pytest
+from agent_setup import SERVER_BIN
 from fake_gemini import fake_gemini, text_turn
 from gemini_companion.agent.a2a.transport import A2ATransport
 from gemini_companion.agent.model import Notice, Prompt
 from gemini_companion.agent.transport import TransportContext
-from harness import ROOT
 from test_agent_rfc import Editor, Sink
-
-SERVER_BIN = ROOT / "tests" / "a2a_server" / "node_modules" / ".bin" / "gemini-cli-a2a-server"
 
 pytestmark = pytest.mark.skipif(
     not SERVER_BIN.exists(), reason="scripts/setup installs the A2A server (npm)"

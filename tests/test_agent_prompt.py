@@ -17,15 +17,11 @@ from typing import Any
 
 import agent_setup
 import pytest
-from agent_setup import transcript
+from agent_setup import GEMINI_JS, SERVER_BIN, a2a_setup, transcript
 from fake_gemini import FakeGemini, fake_gemini, text_turn
 from fake_model import gemini_home
-from harness import INTEROP, Nvim, wait_for
+from harness import Nvim, wait_for
 
-GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
-SERVER_BIN = (
-    Path(__file__).parent / "a2a_server" / "node_modules" / ".bin" / "gemini-cli-a2a-server"
-)
 AGENT_WAIT = 120
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
@@ -309,24 +305,7 @@ def test_question_mark_lists_the_panels_keys(nvim_factory: Callable[..., Nvim], 
 def test_over_a2a_attached_files_reach_the_model_as_parts(
     nvim_factory: Callable[..., Nvim], fake: FakeGemini, work: Path, tmp_path: Path
 ) -> None:
-    home = tmp_path / "a2a-home"
-    home.mkdir()
-    nvim = nvim_factory(
-        cwd=work,
-        setup={
-            "agent": {
-                "protocol": "a2a",
-                "a2a": {
-                    "cmd": [str(SERVER_BIN)],
-                    "env": {
-                        "HOME": str(home),
-                        "GEMINI_API_KEY": "test-key",
-                        "GOOGLE_GEMINI_BASE_URL": fake.url,
-                    },
-                },
-            }
-        },
-    )
+    nvim = nvim_factory(cwd=work, setup=a2a_setup(fake, tmp_path / "a2a-home"))
     nvim.wait_running()
     fake.add(text_turn("Parts seen."))
     nvim.api.command("edit other.py")
