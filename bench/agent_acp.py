@@ -4,7 +4,9 @@ Run by bench/agent.py; alone: .venv/bin/python bench/agent_acp.py [--runs N]
 
 - event -> transcript: from a text chunk being written by an ACP agent (the
   test-suite's small SDK agent, tests/agent_fakes/acp_agent.py, which stamps each
-  chunk with CLOCK_MONOTONIC) to its line in the transcript buffer (``on_lines``,
+  chunk with CLOCK_MONOTONIC right before it writes it on the pipe; until
+  2026-11-25 the stamp came before the SDK's own serialization, 0.2 ms more) to
+  its line in the transcript buffer (``on_lines``,
   ``vim.uv.hrtime``, the same clock): the pipe, JSON-RPC, the schema's validation,
   the core and the batched drawing;
 - the longest main-loop stall while 1 MB streams from the SDK agent (1000

@@ -17,7 +17,9 @@ The prompt's text says what to do:
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import select
 import sys
 import time
 import uuid
@@ -25,6 +27,24 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, run_agent, schema
 from acp.helpers import text_block, update_agent_message
+
+
+def _write_chunk(session_id: str, text: str) -> None:
+    """One ``agent_message_chunk`` written on stdout at once, as the SDK would
+    write it: the stamp in ``text`` is then when the chunk is written, not before
+    the SDK's pydantic models and its sender task (0.3 ms of the fake's own)."""
+    update = {"content": {"text": text, "type": "text"}, "sessionUpdate": "agent_message_chunk"}
+    message = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": session_id, "update": update},
+    }
+    data = memoryview((json.dumps(message, separators=(",", ":")) + "\n").encode())
+    while data:
+        try:
+            data = data[os.write(1, data) :]
+        except BlockingIOError:  # the SDK's stdout is non-blocking: wait until it drains
+            select.select([], [1], [])
 
 
 class FakeAgent:
@@ -72,7 +92,7 @@ class FakeAgent:
             count, size, interval = (int(w) for w in words[1:4])
             for _ in range(count):
                 stamp = f"<t={time.monotonic_ns()}>"
-                await self._say(session_id, stamp + "x" * max(size - len(stamp) - 1, 0) + "\n")
+                _write_chunk(session_id, stamp + "x" * max(size - len(stamp) - 1, 0) + "\n")
                 if interval:
                     await asyncio.sleep(interval / 1000)
         else:
