@@ -14,8 +14,6 @@ local history_pos = nil
 ---@type string? the unsent text kept while browsing the history
 local history_draft = nil
 
-local FOLD_EXPR = [[getline(v:lnum)=~#'^┆'?(getline(v:lnum-1)=~#'^┆'?'1':'>1'):'0']]
-
 ---@return gemini_companion.AgentConfig
 local function config()
   return require("gemini_companion.config").get().agent
@@ -255,8 +253,9 @@ local function transcript_window_options(win)
   wo.number = false
   wo.relativenumber = false
   wo.signcolumn = "no"
-  wo.foldmethod = "expr"
-  wo.foldexpr = FOLD_EXPR
+  -- Thoughts are folded by transcript.lua (manual folds: a fold expression costs
+  -- a call for every line of a streaming answer).
+  wo.foldmethod = "manual"
   wo.foldlevel = 0
   wo.foldenable = true
   wo.winfixwidth = true
@@ -266,6 +265,7 @@ local function transcript_window_options(win)
   wo.breakindent = true
   wo.breakindentopt = "shift:2,min:10"
   require("gemini_companion.agent.state").show_in(win)
+  require("gemini_companion.agent.transcript").fold_window(win)
 end
 
 ---@param win integer

@@ -8,6 +8,11 @@
 --- (`agent.markdown` chooses how). The panel's own lines (role lines, tool
 --- blocks, notices, thoughts) are highlighted by block, not by pattern, through a
 --- decoration provider that looks only at the lines on screen.
+---
+--- Folds: a thought (all its lines but the blank one before it) is one manual fold
+--- in each window showing the transcript, made here when the thought is drawn and
+--- remade as it grows, and made again for a window the transcript enters later: a
+--- fold expression would be evaluated for every line of a streaming answer.
 local M = {}
 
 local api = vim.api
@@ -45,6 +50,12 @@ function M.buffer()
   bo.filetype = "gemini_agent"
   require("gemini_companion.highlights").define()
   set_provider()
+  api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    callback = function()
+      M.fold_window(api.nvim_get_current_win())
+    end,
+  })
   require("gemini_companion.agent.markdown").start(buf)
   return buf
 end
@@ -280,6 +291,113 @@ local function append(b, id, text, prefix)
   return last
 end
 
+--- The rows (1-based, inclusive) a thought's fold covers: from its subject to its
+--- last line; nil when it has no such lines (drawn as something else).
+---@param b integer
+---@param id integer
+---@return integer? first, integer? last
+local function thought_rows(b, id)
+  if blocks[id].kind ~= "thought" then
+    return nil
+  end
+  local start, finish = range(b, id)
+  if finish < start + 2 then
+    return nil
+  end
+  return start + 2, finish
+end
+
+--- Whether thought `id`'s fold is closed in each window showing the transcript,
+--- read before the thought changes: a fold Neovim shrank to one line (lines
+--- replaced at its end) reads as open, however it was.
+---@param b integer
+---@param id integer
+---@return table<integer, boolean>?
+local function fold_states(b, id)
+  local first = blocks[id] and thought_rows(b, id)
+  if not first then
+    return nil
+  end
+  local states = {}
+  for _, win in ipairs(vim.fn.win_findbuf(b)) do
+    states[win] = api.nvim_win_call(win, function()
+      return vim.fn.foldclosed(first) ~= -1
+    end)
+  end
+  return states
+end
+
+--- Make rows first..last one fold in window `win` (manual folds only): the fold
+--- already there is replaced (Neovim's manual folds do not grow with the lines
+--- appended to them), closed as it was (`closed`), or, new, as 'foldlevel' has it.
+---@param win integer
+---@param first integer
+---@param last integer
+---@param closed boolean?
+local function fold_rows(win, first, last, closed)
+  if vim.wo[win].foldmethod ~= "manual" then
+    return
+  end
+  if closed == nil then
+    closed = vim.wo[win].foldlevel == 0
+  end
+  api.nvim_win_call(win, function()
+    local fn = vim.fn
+    local view = fn.winsaveview()
+    if fn.foldlevel(first) > 0 then
+      api.nvim_win_set_cursor(win, { first, 0 })
+      pcall(vim.cmd, "normal! zd")
+    end
+    vim.cmd(("%d,%dfold"):format(first, last))
+    if not closed then
+      vim.cmd(("%dfoldopen"):format(first))
+    end
+    fn.winrestview(view)
+  end)
+end
+
+--- Fold thought `id` in every window showing the transcript, closed as `states`
+--- (fold_states) has it.
+---@param b integer
+---@param id integer
+---@param states table<integer, boolean>?
+local function fold_thought(b, id, states)
+  local first, last = thought_rows(b, id)
+  if first then
+    for _, win in ipairs(vim.fn.win_findbuf(b)) do
+      fold_rows(win, first, last, states and states[win])
+    end
+  end
+end
+
+--- Fold every thought in window `win` (one the transcript just entered, or whose
+--- 'foldmethod' the panel just set to manual); the window's other folds go.
+---@param win integer
+function M.fold_window(win)
+  local b = buf
+  if not b or not api.nvim_win_is_valid(win) or api.nvim_win_get_buf(win) ~= b then
+    return
+  end
+  if vim.wo[win].foldmethod ~= "manual" then
+    return
+  end
+  api.nvim_win_call(win, function()
+    local view = vim.fn.winsaveview()
+    vim.cmd("normal! zE")
+    local open = vim.wo[win].foldlevel > 0
+    for _, id in ipairs(order) do
+      local first, last = thought_rows(b, id)
+      if first then
+        vim.cmd(("%d,%dfold"):format(first, last))
+        if open then
+          vim.cmd(("%dfoldopen"):format(first))
+        end
+      end
+    end
+    vim.fn.winrestview(view)
+  end)
+end
+
 --- Windows showing the transcript whose cursor was on the last line: they follow
 --- the stream.
 ---@param b integer
@@ -320,6 +438,7 @@ function M._apply(ops)
     if op.op == "block" or op.op == "append" then
       local ok, err = pcall(function()
         local md = require("gemini_companion.agent.markdown")
+        local states = fold_states(b, op.id)
         if op.op == "block" then
           if not blocks[op.id] then
             finish_last(b)
@@ -330,6 +449,9 @@ function M._apply(ops)
         else
           local first = append(b, op.id, op.text, op.prefix or "")
           md.update(b, op.id, blocks[op.id].kind, (range(b, op.id)), first, api.nvim_buf_line_count(b), false)
+        end
+        if blocks[op.id].kind == "thought" then
+          fold_thought(b, op.id, states)
         end
       end)
       if not ok then
