@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from agent_setup import wait_transcript
-from harness import ROOT, Nvim
+from harness import ROOT, Nvim, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
@@ -164,3 +164,95 @@ def test_a_thought_from_the_agent_is_folded_when_the_panel_is_reopened(
     nvim.api.command("GeminiAgent")
     win = nvim.lua(TRANSCRIPT_WIN)
     assert fold(nvim, win, header) == [header, header + 2, 1]
+
+
+# A window's view: { cursor row, last row shown (line('w$')), first row shown, line count }.
+VIEW = """
+local win = ...
+local b = require('gemini_companion.agent.transcript').buffer()
+return { vim.api.nvim_win_get_cursor(win)[1], vim.fn.line('w$', win), vim.fn.line('w0', win),
+  vim.api.nvim_buf_line_count(b) }
+"""
+
+# Several batches in one go (no frame passes between them), then the view.
+BURST = """
+local win, batches = ...
+local t = require('gemini_companion.agent.transcript')
+for _, ops in ipairs(batches) do t._apply(ops) end
+""" + VIEW.replace("local win = ...\n", "")
+
+WORKING = {"op": "state", "state": {"state": "working", "pending": [], "commands": []}}
+IDLE = {"op": "state", "state": {"state": "idle", "pending": [], "commands": []}}
+
+
+def view(nvim: Nvim, win: int) -> list[int]:
+    return list(nvim.lua(VIEW, win))
+
+
+def chunk(block: int, n: int) -> dict[str, Any]:
+    """One streamed chunk: a few whole lines of text."""
+    return {"op": "append", "id": block, "text": f"line {n}\n" * 5, "prefix": ""}
+
+
+def at_end(nvim: Nvim, win: int) -> list[int] | None:
+    shown = view(nvim, win)
+    return shown if shown[0] == shown[1] == shown[3] else None
+
+
+def test_a_window_following_the_stream_shows_its_last_line_once_the_batches_are_drawn(
+    panel: Nvim,
+) -> None:
+    nvim = panel
+    win = nvim.lua(TRANSCRIPT_WIN)
+    apply(nvim, WORKING, {"op": "block", "id": 1, "lines": ["", ""], "kind": "message"})
+    for round_ in range(3):
+        # Batches faster than frames: the window is moved once the frame is over,
+        # and it still follows the batches drawn meanwhile.
+        nvim.lua(BURST, win, [[chunk(1, round_ * 100 + n)] for n in range(40)])
+        shown = wait_for(lambda: at_end(nvim, win), 5, "the window to show the last line")
+        assert shown[3] > 40 * 5 * (round_ + 1)
+    apply(nvim, IDLE)
+    assert at_end(nvim, win)
+
+
+def test_the_end_of_a_turn_shows_the_last_line_at_once(panel: Nvim) -> None:
+    nvim = panel
+    win = nvim.lua(TRANSCRIPT_WIN)
+    apply(nvim, WORKING, {"op": "block", "id": 1, "lines": ["", ""], "kind": "message"})
+    # The first batch moves the window at once, the second (within the same frame)
+    # would wait for the frame's end, but the turn ends with it.
+    shown = nvim.lua(BURST, win, [[chunk(1, 1)], [chunk(1, 2), IDLE]])
+    assert shown[0] == shown[1] == shown[3]
+
+
+def test_a_window_scrolled_up_stays_put_while_the_stream_goes_on(panel: Nvim) -> None:
+    nvim = panel
+    win = nvim.lua(TRANSCRIPT_WIN)
+    apply(nvim, WORKING, {"op": "block", "id": 1, "lines": ["", ""], "kind": "message"})
+    nvim.lua(BURST, win, [[chunk(1, n)] for n in range(40)])
+    wait_for(lambda: at_end(nvim, win), 5, "the window to follow")
+    # A second window on the transcript keeps following while the user reads
+    # the panel's window from row 10.
+    other = nvim.lua(
+        "local win = ... vim.api.nvim_set_current_win(win) vim.cmd.split()"
+        " local other = vim.api.nvim_get_current_win()"
+        " vim.api.nvim_win_set_cursor(win, { 10, 0 }) return other",
+        win,
+    )
+    top = view(nvim, win)[2]
+    # The cursor moved in the middle of a frame's wait, too.
+    nvim.lua(BURST, win, [[chunk(1, 100 + n)] for n in range(40)])
+    wait_for(lambda: at_end(nvim, other), 5, "the second window to follow")
+    nvim.lua(BURST, win, [[chunk(1, 200 + n)] for n in range(40)] + [[IDLE]])
+    assert at_end(nvim, other)
+    shown = view(nvim, win)
+    assert (shown[0], shown[2]) == (10, top)
+
+
+def test_the_bottom_op_shows_the_last_line_in_every_window(panel: Nvim) -> None:
+    nvim = panel
+    win = nvim.lua(TRANSCRIPT_WIN)
+    nvim.lua(BURST, win, [[chunk(1, n)] for n in range(40)] + [[IDLE]])
+    nvim.lua("vim.api.nvim_win_set_cursor(..., { 3, 0 })", win)
+    apply(nvim, {"op": "bottom"})
+    assert at_end(nvim, win)

@@ -398,19 +398,85 @@ function M.fold_window(win)
   end)
 end
 
---- Windows showing the transcript whose cursor was on the last line: they follow
---- the stream.
+--- Following the stream. A window whose cursor is on the last line (or where
+--- this module last put it) follows: its cursor goes to the new last line, at
+--- most once per frame. The buffer is written at once; only the windows' views
+--- wait, so the lines a batch appends below a window's last row cost no
+--- drawing, and a fast stream scrolls ~60 times a second, not once per batch.
+--- The first batch after a pause moves them at once, as do the end of a turn
+--- and the `bottom` op.
+local FRAME_NS = 16 * 1000000
+
+---@type table<integer, integer> following window -> the row its cursor is on
+local follows = {}
+---@type uv.uv_timer_t?
+local follow_timer = nil
+local follow_due = false
+local last_move = 0
+
+--- Note which windows follow the stream, before a batch is drawn: those on the
+--- last line (or the one before), and those still where they were last put.
 ---@param b integer
----@return integer[]
-local function following(b)
-  local wins = {}
+local function note_following(b)
   local count = api.nvim_buf_line_count(b)
   for _, win in ipairs(vim.fn.win_findbuf(b)) do
-    if api.nvim_win_get_cursor(win)[1] >= count - 1 then
-      wins[#wins + 1] = win
+    local row = api.nvim_win_get_cursor(win)[1]
+    if row >= count - 1 or follows[win] == row then
+      follows[win] = row
+    else
+      follows[win] = nil
     end
   end
-  return wins
+end
+
+--- Put each following window's cursor on the last line, unless the user moved it
+--- since it was noted.
+local function move_followers()
+  follow_due = false
+  if follow_timer then
+    follow_timer:stop()
+  end
+  last_move = vim.uv.hrtime()
+  local b = buf
+  if not b or not api.nvim_buf_is_valid(b) then
+    follows = {}
+    return
+  end
+  local count = api.nvim_buf_line_count(b)
+  for win, row in pairs(follows) do
+    if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == b and api.nvim_win_get_cursor(win)[1] == row then
+      if row ~= count then
+        pcall(api.nvim_win_set_cursor, win, { count, 0 })
+      end
+      follows[win] = count
+    else
+      follows[win] = nil
+    end
+  end
+end
+
+--- Move the following windows now when none moved within the last frame, else
+--- once that frame is over.
+local function follow_soon()
+  if follow_due or next(follows) == nil then
+    return
+  end
+  local since = vim.uv.hrtime() - last_move
+  if since >= FRAME_NS then
+    move_followers()
+    return
+  end
+  follow_due = true
+  follow_timer = follow_timer or assert(vim.uv.new_timer())
+  follow_timer:start(
+    math.ceil((FRAME_NS - since) / 1000000),
+    0,
+    vim.schedule_wrap(function()
+      if follow_due then
+        move_followers()
+      end
+    end)
+  )
 end
 
 --- The last block is over (a block follows it, or the turn ended).
@@ -430,7 +496,7 @@ local levels = { info = vim.log.levels.INFO, warning = vim.log.levels.WARN, erro
 ---@param ops table[]
 function M._apply(ops)
   local b = M.buffer()
-  local follow = following(b)
+  note_following(b)
   local changed = false
   local messages = require("gemini_companion.agent.messages")
   vim.bo[b].modifiable = true
@@ -465,15 +531,15 @@ function M._apply(ops)
   end
   vim.bo[b].modifiable = false
   if changed then
-    local count = api.nvim_buf_line_count(b)
-    for _, win in ipairs(follow) do
-      pcall(api.nvim_win_set_cursor, win, { count, 0 })
-    end
+    follow_soon()
   end
   for _, op in ipairs(ops) do
     if op.op == "state" then
       if op.state and op.state.state ~= "working" then
         pcall(finish_last, b)
+        if follow_due then
+          move_followers()
+        end
       end
       require("gemini_companion.agent.state")._update(op.state)
     elseif op.op == "notify" then
@@ -481,10 +547,10 @@ function M._apply(ops)
     elseif op.op == "checktime" then
       pcall(vim.cmd.checktime)
     elseif op.op == "bottom" then
-      local count = api.nvim_buf_line_count(b)
       for _, win in ipairs(vim.fn.win_findbuf(b)) do
-        pcall(api.nvim_win_set_cursor, win, { count, 0 })
+        follows[win] = api.nvim_win_get_cursor(win)[1]
       end
+      move_followers()
     end
   end
 end
