@@ -148,3 +148,66 @@ def test_an_update_right_after_a_request_or_an_answer_is_handled_after_what_they
         "update",
         "session/update (handler)",
     ]
+
+
+def test_updates_are_taken_in_the_pipes_read_in_order_around_an_answer() -> None:
+    """A ``session/update`` is handled in the callback that reads the agent's pipe,
+    with no task of its own (issue 25 item 3); an answer read between two updates
+    still sets its caller going before the update after it is handled."""
+    from acp.connection import Connection
+    from gemini_companion.agent.acp.wire import ChildStdio
+
+    update = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk"}}
+    lines = [
+        {"jsonrpc": "2.0", "method": "session/update", "params": update},
+        {"jsonrpc": "2.0", "id": 0, "result": {"sessionId": "s"}},
+        {"jsonrpc": "2.0", "method": "session/update", "params": update},
+    ]
+    # Each line once the client says so (the first: once it has sent its request).
+    script = (
+        "import json, sys\n"
+        "for line in json.loads(sys.argv[1]):\n"
+        "    sys.stdin.readline(); sys.stdout.write(json.dumps(line) + '\\n'); sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+
+    async def main() -> list[Any]:
+        seen: list[Any] = []
+        done = asyncio.Event()
+
+        async def handler(method: str, params: Any, is_notification: bool) -> Any:
+            seen.append(f"{method} (handler)")
+            return {}
+
+        def on_update(params: Any) -> None:
+            seen.append(("update", asyncio.current_task() is None))
+            assert process.stdin is not None
+            process.stdin.write(b"next\n")
+            if len(seen) == 3:
+                done.set()
+
+        async def caller() -> None:
+            await connection.send_request("session/new", {})
+            seen.append("session/new answered")
+            assert process.stdin is not None
+            process.stdin.write(b"next\n")
+
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            script,
+            json.dumps(lines),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        stdio = ChildStdio(process, lambda line: None, on_update=on_update)
+        connection = Connection(handler, stdio)
+        try:
+            await asyncio.wait_for(asyncio.gather(caller(), done.wait()), 30)
+        finally:
+            await connection.close()
+            process.kill()
+            await process.wait()
+        return seen
+
+    assert asyncio.run(main()) == [("update", True), "session/new answered", ("update", True)]

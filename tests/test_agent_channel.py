@@ -94,3 +94,81 @@ def test_a_neovim_whose_host_is_another_process_is_not_the_panels(nvim: Nvim) ->
     assert [op["op"] for batch in editor.batches for op in batch] == ["block", "append"]
     lines = nvim.lua("return require('gemini_companion.agent.transcript').lines()")
     assert "not in that Neovim" not in "\n".join(lines)
+
+
+BUSY = "local t = vim.uv.hrtime() while vim.uv.hrtime() - t < 3e8 do end"
+COUNT_BATCHES = (
+    "local t = require('gemini_companion.agent.transcript') local apply = t._apply"
+    " _G.test_batches = 0"
+    " t._apply = function(ops) _G.test_batches = _G.test_batches + 1 return apply(ops) end"
+)
+
+
+def test_a_flood_while_neovim_is_busy_joins_one_waiting_batch_and_loses_nothing(
+    nvim: Nvim,
+) -> None:
+    """Neovim's answers are read only when the next batch is ready (nvim_channel.py):
+    while a batch waits to be drawn, every chunk that arrives joins the next one,
+    in order, and nothing is lost; Neovim never gets a batch per chunk."""
+    address = nvim.lua("return vim.v.servername")
+    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    editor = Editor()
+
+    async def main() -> None:
+        view = PanelView(editor)  # type: ignore[arg-type]
+        await view.connect(address, host)
+        view.block(1, ["", ""], "message")
+        await view.drained()
+        await view._channel.request("nvim_exec_lua", [COUNT_BATCHES, []])  # type: ignore[union-attr]
+        other = await NvimChannel.connect(address)
+        assert other is not None
+        busy = other.request("nvim_exec_lua", [BUSY, []])  # Neovim runs Lua for 0.3 s
+        for i in range(300):
+            view.append(1, f"<{i}>")
+            await asyncio.sleep(0)  # each chunk in a turn of the loop of its own
+        await view.drained()
+        await busy
+        other.close()
+        view.close()
+
+    asyncio.run(main())
+    assert editor.batches == []
+    assert nvim.lua("return _G.test_batches") <= 3
+    text = "\n".join(nvim.lua("return require('gemini_companion.agent.transcript').lines()"))
+    assert "".join(f"<{i}>" for i in range(300)) in text
+
+
+def test_chunks_drawn_one_by_one_each_go_when_they_come_and_all_are_drawn(nvim: Nvim) -> None:
+    """A steady stream: each chunk arrives after the last is drawn (its answer is not
+    watched for, but read when the next one goes): one batch each, none held back."""
+    address = nvim.lua("return vim.v.servername")
+    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+
+    last_line = "local l = require('gemini_companion.agent.transcript').lines() return l[#l]"
+
+    async def main() -> list[str]:
+        view = PanelView(Editor())  # type: ignore[arg-type]
+        await view.connect(address, host)
+        other = await NvimChannel.connect(address)
+        assert other is not None
+
+        async def drawn(text: str) -> str:
+            while not (line := await other.request("nvim_exec_lua", [last_line, []])).endswith(
+                text
+            ):
+                pass
+            return str(line)
+
+        view.block(1, ["", ""], "message")
+        shown = []
+        for i in range(20):
+            view.append(1, f"[{i}]")
+            # Drawn before the next goes: the view has not read Neovim's answer yet.
+            shown.append(await asyncio.wait_for(drawn(f"[{i}]"), 10))
+        await view.drained()
+        other.close()
+        view.close()
+        return shown
+
+    shown = asyncio.run(main())
+    assert [s.endswith(f"[{i}]") for i, s in enumerate(shown)] == [True] * 20

@@ -8,6 +8,13 @@ on a 2-core machine, and a third of the host's CPU per chunk). Nothing listens:
 the host connects to Neovim's own socket, as any client of Neovim does. Without
 the address, or once the connection fails, batches go through pynvim as before.
 
+Neovim's answers are read when they matter, not as they come: a batch's answer
+(it is drawn) is needed only when the next batch is ready to go, and is there by
+then in a steady stream. So the socket is watched only while something waits for
+an answer (:meth:`NvimChannel.watch`, and every :meth:`~NvimChannel.request`);
+otherwise :meth:`~NvimChannel.poll` reads what arrived, without waiting. A chunk
+then costs the host one wake-up (the agent's pipe), not two (issue 25 item 3).
+
 Use on one asyncio loop only (the session's).
 """
 
@@ -16,11 +23,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 _READ = 256 * 1024
+
+Answered = Callable[[str | None, Any], None]
+"""Called with Neovim's answer to a request: (the error's text or None, the result)."""
 
 
 class NvimChannelError(ConnectionError):
@@ -28,84 +40,185 @@ class NvimChannelError(ConnectionError):
 
 
 class NvimChannel:
-    """Requests to Neovim on a connection of their own; answers resolve futures."""
+    """Requests to Neovim on a connection of their own, on a non-blocking socket."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         import msgpack  # type: ignore[import-untyped]  # pynvim's dependency
 
-        self._reader = reader
-        self._writer = writer
-        self._packer = msgpack.Packer()
+        self._sock = sock
+        self._fd = sock.fileno()
+        self._loop = asyncio.get_running_loop()
+        self._pack = msgpack.Packer().pack
         self._unpacker = msgpack.Unpacker(raw=False)
-        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._answered: dict[int, Answered] = {}
+        self._futures = 0  # requests whose future waits: the socket is watched meanwhile
         self._next_id = 1
+        self._out = bytearray()  # what the socket did not take yet
+        self._wanted = False  # watch() asked for
+        self._watching = False
         self.closed = False
-        self._task = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
     async def connect(cls, address: str) -> NvimChannel | None:
         """A channel to the Neovim at ``address`` (a socket path), or None."""
+        loop = asyncio.get_running_loop()
+        sock: socket.socket | None = None
+        target: Any
         try:
             if ":" in address and not address.startswith("/"):
                 host, _, port = address.rpartition(":")
                 if host not in ("127.0.0.1", "localhost", "::1"):
                     return None  # only a local Neovim
-                reader, writer = await asyncio.open_connection(host, int(port))
+                infos = await loop.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+                family, _, _, _, target = infos[0]
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             else:
-                reader, writer = await asyncio.open_unix_connection(address)
-        except (OSError, ValueError, AttributeError) as exc:  # no Unix sockets: Windows
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                target = address
+            sock.setblocking(False)
+            await loop.sock_connect(sock, target)
+        except (OSError, ValueError, AttributeError, IndexError) as exc:  # Windows: no AF_UNIX
+            if sock is not None:
+                sock.close()
             log.info("no channel of the panel's own to Neovim (%s): %s", address, exc)
             return None
-        return cls(reader, writer)
+        return cls(sock)
 
-    def request(self, method: str, args: list[Any]) -> asyncio.Future[Any]:
-        """Send a request; the future holds Neovim's answer or the error."""
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    # -- requests --------------------------------------------------------------------------
+
+    def call(self, method: str, args: list[Any], answered: Answered) -> None:
+        """Send a request; ``answered`` is called with Neovim's answer once it is read
+        (watched for, or found by :meth:`poll`), or with an error if the connection
+        closes first."""
         if self.closed:
-            future.set_exception(NvimChannelError("the panel's channel to Neovim is closed"))
-            return future
+            answered("the panel's channel to Neovim is closed", None)
+            return
         request_id = self._next_id
         self._next_id += 1
-        self._pending[request_id] = future
-        self._writer.write(self._packer.pack([0, request_id, method, args]))
+        self._answered[request_id] = answered
+        self._write(self._pack([0, request_id, method, args]))
+
+    def request(self, method: str, args: list[Any]) -> asyncio.Future[Any]:
+        """Send a request; the future holds Neovim's answer or the error (the socket
+        is watched until it is answered)."""
+        future: asyncio.Future[Any] = self._loop.create_future()
+
+        def answered(error: str | None, result: Any) -> None:
+            self._futures -= 1
+            self._update_watch()
+            if future.done():
+                return
+            if error is None:
+                future.set_result(result)
+            elif self.closed:
+                future.set_exception(NvimChannelError(error))
+            else:
+                future.set_exception(RuntimeError(error))
+
+        self._futures += 1
+        self.call(method, args, answered)
+        self._update_watch()
         return future
 
-    async def _read(self) -> None:
+    def watch(self, on: bool) -> None:
+        """Be woken by Neovim's answers (``on``), or read them only when polled."""
+        self._wanted = on
+        self._update_watch()
+
+    def poll(self) -> None:
+        """Read the answers that arrived, without waiting: their callbacks run here."""
+        if not self.closed:
+            self._readable()
+
+    # -- the socket ---------------------------------------------------------------------
+
+    def _update_watch(self) -> None:
+        want = (self._wanted or self._futures > 0) and not self.closed
+        if want == self._watching:
+            return
+        self._watching = want
+        if want:
+            self._loop.add_reader(self._fd, self._readable)
+        else:
+            self._loop.remove_reader(self._fd)
+
+    def _write(self, data: bytes) -> None:
+        if self._out:
+            self._out += data
+            return
         try:
-            while data := await self._reader.read(_READ):
-                self._unpacker.feed(data)
-                for message in self._unpacker:
-                    self._received(message)
-        except Exception as exc:  # a broken connection, or bytes that are not msgpack-rpc
-            log.warning("the panel's channel to Neovim failed: %s", exc)
-        finally:
-            self._close()
+            sent = self._sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            self._fail(exc)
+            return
+        if sent < len(data):
+            self._out += data[sent:]
+            self._loop.add_writer(self._fd, self._writable)
+
+    def _writable(self) -> None:
+        try:
+            sent = self._sock.send(self._out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._fail(exc)
+            return
+        del self._out[:sent]
+        if not self._out:
+            self._loop.remove_writer(self._fd)
+
+    def _readable(self) -> None:
+        try:
+            data = self._sock.recv(_READ)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._fail(exc)
+            return
+        if not data:
+            self._fail(None)
+            return
+        self._unpacker.feed(data)
+        try:
+            for message in self._unpacker:
+                self._received(message)
+        except Exception as exc:  # bytes that are not msgpack-rpc
+            self._fail(exc)
 
     def _received(self, message: Any) -> None:
         if not isinstance(message, list) or len(message) != 4 or message[0] != 1:
             return  # Neovim's notifications (nvim_error_event) and requests: not ours
-        future = self._pending.pop(message[1], None)
-        if future is None or future.done():
+        answered = self._answered.pop(message[1], None)
+        if answered is None:
             return
         error, result = message[2], message[3]
         if error:
             text = error[1] if isinstance(error, list) and len(error) > 1 else error
-            future.set_exception(RuntimeError(str(text)))
+            answered(str(text), None)
         else:
-            future.set_result(result)
+            answered(None, result)
 
-    def _close(self) -> None:
+    def _fail(self, exc: BaseException | None) -> None:
+        if exc is not None:
+            log.warning("the panel's channel to Neovim failed: %s", exc)
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection; what waits for an answer is told it failed."""
         if self.closed:
             return
         self.closed = True
-        pending, self._pending = self._pending, {}
-        for future in pending.values():
-            if not future.done():
-                future.set_exception(NvimChannelError("the panel's channel to Neovim closed"))
         with contextlib.suppress(Exception):
-            self._writer.close()
-
-    def close(self) -> None:
-        """Close the connection; what waits fails."""
-        self._task.cancel()
-        self._close()
+            if self._watching:
+                self._loop.remove_reader(self._fd)
+            if self._out:
+                self._loop.remove_writer(self._fd)
+        self._watching = False
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        answered, self._answered = self._answered, {}
+        for callback in answered.values():
+            callback("the panel's channel to Neovim closed", None)

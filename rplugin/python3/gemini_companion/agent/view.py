@@ -43,64 +43,30 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from . import burst
+from .view_text import _NOT_UNICODE, CUT, MAX_LINE, _cut, _deep_valid, _valid
+
+__all__ = ["CUT", "MAX_LINE", "PanelView"]
+
 if TYPE_CHECKING:
     from ..editor import Editor
     from .nvim_channel import NvimChannel
 
 log = logging.getLogger(__name__)
 
-MAX_LINE = 10_000
-"""Characters of one transcript line shown; the rest of a longer line is left out."""
-
-CUT = " … [the rest of this line is not shown: longer than 10000 characters]"
-
-_NOT_UNICODE = (
-    "Gemini agent: the agent sent text that is not valid Unicode (a lone surrogate);"
-    " it is shown as \ufffd"
-)
-
-
-def _valid(text: str) -> str:
-    """``text`` with lone surrogates (which JSON allows and UTF-8 cannot carry)
-    replaced by U+FFFD; surrogate pairs become their character."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
-def _cut(line: str) -> str:
-    return line if len(line) <= MAX_LINE else line[:MAX_LINE] + CUT
-
-
-def _deep_valid(value: Any) -> tuple[Any, bool]:
-    """``value`` (the state's JSON-like tree) with every string made valid."""
-    if isinstance(value, str):
-        clean = _valid(value)
-        return clean, clean is not value
-    if isinstance(value, Mapping):
-        out: dict[Any, Any] = {}
-        changed = False
-        for k, v in value.items():
-            out[k], bad = _deep_valid(v)
-            changed |= bad
-        return out, changed
-    if isinstance(value, (list, tuple)):
-        items = [_deep_valid(v) for v in value]
-        return [v for v, _ in items], any(bad for _, bad in items)
-    return value, False
-
 
 class PanelView:
     """Batches panel operations to Neovim, one batch in flight at a time.
 
-    Fed on one asyncio loop only (the session's). The batch in flight is answered
-    on another thread (pynvim's loop, nvim_editor.py): when the next batch is plain
-    text and blocks, it is sent from there at once, so a stream costs no hop back
-    to the session's loop per batch (issue 25 item 3); a batch that carries the
-    agent's state (built from the session) goes from the session's loop. What both
-    threads share is under :attr:`_lock`.
+    Fed on one asyncio loop only (the session's). Over the session's own channel to
+    Neovim (nvim_channel.py) everything happens on that loop, and the answer to the
+    batch in flight is read when the next batch is ready (a steady stream finds it
+    there: no wake-up for it); the socket is watched only while something waits
+    for it (a batch, or :meth:`drained`). Through the editor (pynvim, without the
+    channel), the batch in flight is answered on another thread (pynvim's loop,
+    nvim_editor.py): when the next batch is plain text and blocks, it is sent from
+    there at once; a batch that carries the agent's state (built from the session)
+    goes from the session's loop. What both threads share is under :attr:`_lock`.
     """
 
     def __init__(self, editor: Editor) -> None:
@@ -120,6 +86,9 @@ class PanelView:
         # The session's own connection to Neovim (nvim_channel.py), used from its loop.
         self._channel: NvimChannel | None = None
         self._channel_thread = 0
+        self._channel_batch = False  # the batch in flight went over the channel
+        self._watching = False  # the channel wakes the loop with its answer
+        self._flushing = False
 
     async def connect(self, address: str, host_pid: int | None = None) -> None:
         """Send batches over a connection of the session's own to the Neovim at
@@ -175,11 +144,16 @@ class PanelView:
                 self._outbox.append(op)
                 if kind == "block":
                     self._blocks[op["id"]] = op
-            if self._in_flight or self._scheduled:
+            if self._scheduled or (self._in_flight and not self._polled):
                 return
-            # Everything pushed in this turn of the loop goes in the same batch.
+            # Everything pushed in this turn of the loop goes in the same batch; over
+            # the channel, the flush first reads whether the batch in flight is drawn.
             self._scheduled = True
-        self._loop = loop = asyncio.get_running_loop()
+        if burst.defer(self._flush):
+            return  # at the end of the agent's pipe's read
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            self._loop = loop = asyncio.get_running_loop()
         loop.call_soon(self._flush)
 
     def _checked(self, text: str) -> str:
@@ -271,8 +245,36 @@ class PanelView:
                 op["text"] = parts[0] if len(parts) == 1 else "".join(parts)
         return batch
 
+    @property
+    def _polled(self) -> bool:
+        """The batch in flight went over the channel, whose answer is read only when
+        polled (not watched yet): the flush polls it."""
+        return self._channel_batch and not self._watching
+
+    def _channel_here(self) -> NvimChannel | None:
+        """The session's own channel to Neovim, when it may be used (from its loop)."""
+        channel = self._channel
+        if (
+            channel is not None
+            and not channel.closed
+            and threading.get_ident() == self._channel_thread
+        ):
+            return channel
+        return None
+
     def _flush(self) -> None:
         """On the session's loop: send what waits, with the state when it is due."""
+        if self._in_flight and self._channel_batch:
+            channel = self._channel_here()
+            if channel is not None:
+                self._flushing = True
+                try:
+                    channel.poll()  # the answer to the batch in flight, if it is there
+                finally:
+                    self._flushing = False
+                if self._in_flight:
+                    self._watching = True  # its answer sends what waits
+                    channel.watch(True)
         with self._lock:
             self._scheduled = False
             if self._in_flight:
@@ -293,18 +295,39 @@ class PanelView:
 
     def _send(self, batch: list[dict[str, Any]]) -> None:
         self.batches += 1
-        channel = self._channel
-        if (
-            channel is not None
-            and not channel.closed
-            and threading.get_ident() == self._channel_thread
-        ):
+        channel = self._channel_here()
+        if channel is not None:
             from ..nvim_editor import draw_request
 
-            # Answered on the session's loop, which sends the next batch from there.
-            channel.request(*draw_request(batch)).add_done_callback(self._drawn)
+            self._channel_batch = True
+            if self._waiting and not self._watching:
+                self._watching = True  # drained() waits for this answer
+                channel.watch(True)
+            channel.call(*draw_request(batch), self._channel_drawn)
             return
+        self._channel_batch = False
         self._editor.agent_draw(batch).add_done_callback(self._drawn)
+
+    def _channel_drawn(self, error: str | None, _result: Any) -> None:
+        """The answer to a batch sent over the channel, on the session's loop: read
+        by the flush of the next batch (which goes on to send it), or watched for
+        (what waits is sent from here)."""
+        if error is not None:
+            log.error("drawing the agent panel failed: %s", error)
+        with self._lock:
+            self._in_flight = False
+            more = bool(self._outbox) or self._state_due
+        if self._flushing:
+            return
+        if more:
+            self._flush()
+            return
+        if self._watching:
+            self._watching = False
+            channel = self._channel
+            if channel is not None:
+                channel.watch(False)
+        self._wake()
 
     def _drawn(self, future: concurrent.futures.Future[Any] | asyncio.Future[Any]) -> None:
         """A batch is drawn (on whichever thread answered it): send the next one from
@@ -347,4 +370,8 @@ class PanelView:
                 return
             future = asyncio.get_running_loop().create_future()
             self._waiting.append(future)
+            watch = self._in_flight and self._channel_batch and not self._watching
+        if watch and (channel := self._channel_here()) is not None:
+            self._watching = True
+            channel.watch(True)
         await future

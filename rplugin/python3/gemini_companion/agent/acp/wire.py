@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .. import burst
 from ..transport import TransportError
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,66 @@ class ChildStdio:
         # for it may not have started yet.
         self._handed_off = False
         self._lock = asyncio.Lock()
+        # Updates are taken as the pipe's bytes arrive (_feed), while the reader holds
+        # nothing and the receiving task waits for more: bytes handed to the reader
+        # (everything else) and the bytes it has given back so far.
+        self._inline = False
+        self._given = 0
+        self._consumed = 0
+        self._feed_reader: Callable[[bytes], None] = self._stdout.feed_data
+        if on_update is not None:
+            # The pipe's protocol feeds its reader: this sees the bytes first.
+            setattr(self._stdout, "feed_data", self._feed)  # noqa: B010
+            # And the pipe itself, in its read's callback: asyncio's subprocess hands
+            # what it reads on through a callback of its own, a turn of the loop later.
+            transport = getattr(process, "_transport", None)
+            pipe = transport.get_pipe_transport(1) if transport is not None else None
+            if isinstance(pipe, asyncio.ReadTransport) and hasattr(pipe, "set_protocol"):
+                pipe.set_protocol(_PipeReader(self._feed, pipe.get_protocol()))
+
+    def _feed(self, data: bytes) -> None:
+        """The agent's bytes as they arrive, in the pipe's callback: each whole line
+        that is a ``session/update`` goes to ``on_update`` here, with no task, future
+        or turn of the loop per chunk (issue 25 item 3), and what they draw goes to
+        Neovim at the end (agent/burst.py); from the first line that is anything
+        else (or a line not yet whole), the bytes go to the reader, and
+        :meth:`receive` takes them in order as before."""
+        if self._inline:
+            start, size = 0, len(data)
+            burst.begin()
+            try:
+                while start < size:
+                    end = data.find(b"\n", start)
+                    if end < 0 or not self._inline_update(data[start:end]):
+                        break
+                    start = end + 1
+            finally:
+                burst.end()
+            if start == size:
+                return
+            self._inline = False
+            if start:
+                data = data[start:]
+        self._given += len(data)
+        self._feed_reader(data)
+
+    def _inline_update(self, line: bytes) -> bool:
+        """Take ``line`` here if it is a ``session/update`` (or blank); False to leave
+        it, and what follows, to :meth:`receive`."""
+        if b'"session/update"' not in line:
+            return not line.strip()
+        try:
+            message = parse_message(line)
+        except RefusedMessageError:
+            return False
+        if message is None or message.get("method") != "session/update" or "id" in message:
+            return False
+        assert self._on_update is not None
+        try:
+            self._on_update(message.get("params"))
+        except Exception:
+            log.exception("handling the agent's session/update failed")
+        return True
 
     async def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
@@ -148,6 +209,14 @@ class ChildStdio:
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
+            if self._on_update is not None and self._given == self._consumed:
+                # Nothing read waits here: updates may be taken as they arrive, once
+                # what was handed to the package has run its first step.
+                if self._handed_off:
+                    self._handed_off = False
+                    await asyncio.sleep(0)
+                    continue
+                self._inline = True
             line = await self._read_line()
             if line is None:
                 return None
@@ -214,14 +283,17 @@ class ChildStdio:
             try:
                 chunk = await self._stdout.readuntil(b"\n")
             except asyncio.IncompleteReadError as exc:  # end of the stream
+                self._consumed += len(exc.partial)
                 chunks.append(exc.partial)
                 return b"".join(chunks) or None
             except asyncio.LimitOverrunError as exc:
                 chunk = await self._stdout.readexactly(exc.consumed)
+                self._consumed += len(chunk)
                 size += len(chunk)
                 if size <= MAX_MESSAGE_BYTES:
                     chunks.append(chunk)
                 continue
+            self._consumed += len(chunk)
             if size + len(chunk) > MAX_MESSAGE_BYTES:
                 return b"<a line of more than %d bytes>" % MAX_MESSAGE_BYTES
             chunks.append(chunk)
@@ -230,6 +302,24 @@ class ChildStdio:
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             self._stdin.close()
+
+
+class _PipeReader(asyncio.Protocol):
+    """The agent's stdout pipe's protocol: its bytes to ``feed`` at once; its end to
+    asyncio's own protocol for the pipe (which ends the reader and the process)."""
+
+    def __init__(self, feed: Callable[[bytes], None], protocol: Any) -> None:
+        self._feed = feed
+        self._protocol = protocol
+
+    def data_received(self, data: bytes) -> None:
+        self._feed(data)
+
+    def eof_received(self) -> bool | None:
+        return self._protocol.eof_received()  # type: ignore[no-any-return]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._protocol.connection_lost(exc)
 
 
 class AgentError(TransportError):
