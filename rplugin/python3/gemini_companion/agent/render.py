@@ -2,7 +2,7 @@
 
 Plain functions of the model (no Neovim, no protocol), so the layout is tested
 directly. The Lua side (lua/gemini_companion/agent/transcript.lua) only places
-these lines; its fold expression folds a thought's ``THOUGHT`` lines under the
+these lines, and folds a thought's ``THOUGHT`` lines under the
 first one, which holds the subject.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from .model import Block, Confirmation, ToolCall
 
 THOUGHT = "┆ "
-"""Prefix of every line of a thought (the fold expression keys on it)."""
+"""Prefix of every line of a thought."""
 
 MAX_OUTPUT_LINES = 30
 """Live output and results are cut to their last lines: a tool block is re-drawn
