@@ -256,3 +256,30 @@ def test_the_bottom_op_shows_the_last_line_in_every_window(panel: Nvim) -> None:
     nvim.lua("vim.api.nvim_win_set_cursor(..., { 3, 0 })", win)
     apply(nvim, {"op": "bottom"})
     assert at_end(nvim, win)
+
+
+EDIT = """
+local ok, err = pcall(vim.cmd, 'normal! ggiedited')
+return { ok, tostring(err), vim.bo.modifiable }
+"""
+
+
+def test_the_transcript_cannot_be_edited_by_the_user_while_it_streams(panel: Nvim) -> None:
+    nvim = panel
+    win = nvim.lua(TRANSCRIPT_WIN)
+    nvim.lua(BURST, win, [[WORKING, chunk(1, 0)], [chunk(1, 1)]])
+    # Entered while the turn goes on, between batches and after one.
+    nvim.lua("vim.api.nvim_set_current_win(...)", win)
+    ok, err, modifiable = nvim.lua(EDIT)
+    assert (ok, modifiable) == (False, False) and "E21" in err
+    apply(nvim, chunk(1, 2))
+    ok, err, modifiable = nvim.lua(EDIT)
+    assert (ok, modifiable) == (False, False) and "E21" in err
+    # Left, streamed into, turn over: still read-only, and nothing was edited.
+    nvim.lua("vim.cmd.wincmd('p')")
+    apply(nvim, chunk(1, 3), IDLE)
+    assert (
+        nvim.lua("return vim.bo[require('gemini_companion.agent.transcript').buffer()].modifiable")
+        is False
+    )
+    assert not any("edited" in line for line in lines(nvim))

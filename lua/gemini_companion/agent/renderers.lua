@@ -56,43 +56,36 @@ local function any_loaded()
   return package.loaded["render-markdown.core.manager"] ~= nil or package.loaded["markview.state"] ~= nil
 end
 
---- Refresh the renderers of `buf` after its changes (once per interval).
+local timer = nil ---@type uv.uv_timer_t?
+local pending = false
+
+--- Refresh the renderers of `buf` (the panel's transcript) after its changes.
 ---@param buf integer
 function M.watch(buf)
-  if watched[buf] then
+  watched[buf] = true
+end
+
+--- `buf` changed (transcript.lua, once per batch it draws): its renderers are
+--- refreshed at most once per interval.
+---@param buf integer
+function M.changed(buf)
+  if pending or not watched[buf] or not any_loaded() then
     return
   end
-  watched[buf] = true
-  local timer = nil ---@type uv.uv_timer_t?
-  local pending = false
-  api.nvim_buf_attach(buf, false, {
-    on_lines = function()
-      if pending or not any_loaded() then
-        return
-      end
-      pending = true
-      timer = timer or vim.uv.new_timer()
-      if not timer then
-        pending = false
-        return
-      end
-      timer:start(
-        INTERVAL_MS,
-        0,
-        vim.schedule_wrap(function()
-          pending = false
-          M.refresh(buf)
-        end)
-      )
-    end,
-    on_detach = function()
-      watched[buf] = nil
-      if timer then
-        timer:close()
-        timer = nil
-      end
-    end,
-  })
+  pending = true
+  timer = timer or vim.uv.new_timer()
+  if not timer then
+    pending = false
+    return
+  end
+  timer:start(
+    INTERVAL_MS,
+    0,
+    vim.schedule_wrap(function()
+      pending = false
+      M.refresh(buf)
+    end)
+  )
 end
 
 return M

@@ -29,6 +29,7 @@ local blocks = {}
 local shown = {}
 
 local set_provider -- defined below, with the highlighting by block
+local read_only -- defined below, with _apply
 
 local NAME = "gemini-agent://transcript"
 
@@ -54,6 +55,12 @@ function M.buffer()
     buffer = buf,
     callback = function()
       M.fold_window(api.nvim_get_current_win())
+    end,
+  })
+  api.nvim_create_autocmd("BufEnter", {
+    buffer = buf,
+    callback = function(args)
+      read_only(args.buf)
     end,
   })
   require("gemini_companion.agent.markdown").start(buf)
@@ -489,6 +496,24 @@ local function finish_last(b)
   end
 end
 
+--- 'modifiable' is set only while the buffer is written, and reset when the
+--- buffer is entered, when a batch ends with it current, and when a turn ends:
+--- not set and reset for each batch of a stream read from another window (each
+--- setting runs the OptionSet autocommands' patterns).
+---@param b integer
+local function writable(b)
+  if not vim.bo[b].modifiable then
+    vim.bo[b].modifiable = true
+  end
+end
+
+---@param b integer
+function read_only(b)
+  if vim.bo[b].modifiable then
+    vim.bo[b].modifiable = false
+  end
+end
+
 local levels = { info = vim.log.levels.INFO, warning = vim.log.levels.WARN, error = vim.log.levels.ERROR }
 
 --- Draw one batch (agent/view.py, through host.lua's agent_draw). Each op is
@@ -499,9 +524,11 @@ function M._apply(ops)
   note_following(b)
   local changed = false
   local messages = require("gemini_companion.agent.messages")
-  vim.bo[b].modifiable = true
   for _, op in ipairs(ops) do
     if op.op == "block" or op.op == "append" then
+      if not changed then
+        writable(b)
+      end
       local ok, err = pcall(function()
         local md = require("gemini_companion.agent.markdown")
         local states = fold_states(b, op.id)
@@ -529,13 +556,17 @@ function M._apply(ops)
       changed = true
     end
   end
-  vim.bo[b].modifiable = false
   if changed then
+    if api.nvim_get_current_buf() == b then
+      read_only(b)
+    end
     follow_soon()
+    require("gemini_companion.agent.renderers").changed(b)
   end
   for _, op in ipairs(ops) do
     if op.op == "state" then
       if op.state and op.state.state ~= "working" then
+        read_only(b)
         pcall(finish_last, b)
         if follow_due then
           move_followers()
