@@ -9,13 +9,16 @@
 --- blocks, notices, thoughts) are highlighted by block, not by pattern, through a
 --- decoration provider that looks only at the lines on screen.
 ---
---- Folds: a thought (all its lines but the blank one before it) is one manual fold
---- in each window showing the transcript, made here when the thought is drawn and
---- remade as it grows, and made again for a window the transcript enters later: a
---- fold expression would be evaluated for every line of a streaming answer.
+--- The windows showing it (thoughts' folds, following the stream):
+--- agent/transcript_windows.lua.
+---
+--- Over 400 lines long because the blocks' table (their extmarks, kinds and
+--- pending confirmations) is read by all that is here: drawing a batch, the
+--- highlighting by block and the rows of each thought's fold.
 local M = {}
 
 local api = vim.api
+local windows = require("gemini_companion.agent.transcript_windows")
 local ns = api.nvim_create_namespace("gemini_companion_agent_blocks")
 local hl_ns = api.nvim_create_namespace("gemini_companion_agent_highlights")
 
@@ -314,66 +317,23 @@ local function thought_rows(b, id)
   return start + 2, finish
 end
 
---- Whether thought `id`'s fold is closed in each window showing the transcript,
---- read before the thought changes: a fold Neovim shrank to one line (lines
---- replaced at its end) reads as open, however it was.
+--- Thought `id`'s rows and its fold's state in each window, before it changes.
 ---@param b integer
 ---@param id integer
 ---@return table<integer, boolean>?
 local function fold_states(b, id)
   local first = blocks[id] and thought_rows(b, id)
-  if not first then
-    return nil
-  end
-  local states = {}
-  for _, win in ipairs(vim.fn.win_findbuf(b)) do
-    states[win] = api.nvim_win_call(win, function()
-      return vim.fn.foldclosed(first) ~= -1
-    end)
-  end
-  return states
+  return first and windows.fold_states(b, first)
 end
 
---- Make rows first..last one fold in window `win` (manual folds only): the fold
---- already there is replaced (Neovim's manual folds do not grow with the lines
---- appended to them), closed as it was (`closed`), or, new, as 'foldlevel' has it.
----@param win integer
----@param first integer
----@param last integer
----@param closed boolean?
-local function fold_rows(win, first, last, closed)
-  if vim.wo[win].foldmethod ~= "manual" then
-    return
-  end
-  if closed == nil then
-    closed = vim.wo[win].foldlevel == 0
-  end
-  api.nvim_win_call(win, function()
-    local fn = vim.fn
-    local view = fn.winsaveview()
-    if fn.foldlevel(first) > 0 then
-      api.nvim_win_set_cursor(win, { first, 0 })
-      pcall(vim.cmd, "normal! zd")
-    end
-    vim.cmd(("%d,%dfold"):format(first, last))
-    if not closed then
-      vim.cmd(("%dfoldopen"):format(first))
-    end
-    fn.winrestview(view)
-  end)
-end
-
---- Fold thought `id` in every window showing the transcript, closed as `states`
---- (fold_states) has it.
+--- Fold thought `id` in every window showing the transcript.
 ---@param b integer
 ---@param id integer
 ---@param states table<integer, boolean>?
 local function fold_thought(b, id, states)
   local first, last = thought_rows(b, id)
   if first then
-    for _, win in ipairs(vim.fn.win_findbuf(b)) do
-      fold_rows(win, first, last, states and states[win])
-    end
+    windows.fold(b, first, last, states)
   end
 end
 
@@ -385,105 +345,14 @@ function M.fold_window(win)
   if not b or not api.nvim_win_is_valid(win) or api.nvim_win_get_buf(win) ~= b then
     return
   end
-  if vim.wo[win].foldmethod ~= "manual" then
-    return
-  end
-  api.nvim_win_call(win, function()
-    local view = vim.fn.winsaveview()
-    vim.cmd("normal! zE")
-    local open = vim.wo[win].foldlevel > 0
-    for _, id in ipairs(order) do
-      local first, last = thought_rows(b, id)
-      if first then
-        vim.cmd(("%d,%dfold"):format(first, last))
-        if open then
-          vim.cmd(("%dfoldopen"):format(first))
-        end
-      end
-    end
-    vim.fn.winrestview(view)
-  end)
-end
-
---- Following the stream. A window whose cursor is on the last line (or where
---- this module last put it) follows: its cursor goes to the new last line, at
---- most once per frame. The buffer is written at once; only the windows' views
---- wait, so the lines a batch appends below a window's last row cost no
---- drawing, and a fast stream scrolls ~60 times a second, not once per batch.
---- The first batch after a pause moves them at once, as do the end of a turn
---- and the `bottom` op.
-local FRAME_NS = 16 * 1000000
-
----@type table<integer, integer> following window -> the row its cursor is on
-local follows = {}
----@type uv.uv_timer_t?
-local follow_timer = nil
-local follow_due = false
-local last_move = 0
-
---- Note which windows follow the stream, before a batch is drawn: those on the
---- last line (or the one before), and those still where they were last put.
----@param b integer
-local function note_following(b)
-  local count = api.nvim_buf_line_count(b)
-  for _, win in ipairs(vim.fn.win_findbuf(b)) do
-    local row = api.nvim_win_get_cursor(win)[1]
-    if row >= count - 1 or follows[win] == row then
-      follows[win] = row
-    else
-      follows[win] = nil
+  local rows = {}
+  for _, id in ipairs(order) do
+    local first, last = thought_rows(b, id)
+    if first then
+      rows[#rows + 1] = { first, last }
     end
   end
-end
-
---- Put each following window's cursor on the last line, unless the user moved it
---- since it was noted.
-local function move_followers()
-  follow_due = false
-  if follow_timer then
-    follow_timer:stop()
-  end
-  last_move = vim.uv.hrtime()
-  local b = buf
-  if not b or not api.nvim_buf_is_valid(b) then
-    follows = {}
-    return
-  end
-  local count = api.nvim_buf_line_count(b)
-  for win, row in pairs(follows) do
-    if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == b and api.nvim_win_get_cursor(win)[1] == row then
-      if row ~= count then
-        pcall(api.nvim_win_set_cursor, win, { count, 0 })
-      end
-      follows[win] = count
-    else
-      follows[win] = nil
-    end
-  end
-end
-
---- Move the following windows now when none moved within the last frame, else
---- once that frame is over.
-local function follow_soon()
-  if follow_due or next(follows) == nil then
-    return
-  end
-  local since = vim.uv.hrtime() - last_move
-  if since >= FRAME_NS then
-    move_followers()
-    return
-  end
-  follow_due = true
-  follow_timer = follow_timer or assert(vim.uv.new_timer())
-  follow_timer:start(
-    math.ceil((FRAME_NS - since) / 1000000),
-    0,
-    vim.schedule_wrap(function()
-      if follow_due then
-        move_followers()
-      end
-    end)
-  )
+  windows.fold_all(win, rows)
 end
 
 --- The last block is over (a block follows it, or the turn ended).
@@ -521,7 +390,7 @@ local levels = { info = vim.log.levels.INFO, warning = vim.log.levels.WARN, erro
 ---@param ops table[]
 function M._apply(ops)
   local b = M.buffer()
-  note_following(b)
+  windows.note_following(b)
   local changed = false
   local messages = require("gemini_companion.agent.messages")
   for _, op in ipairs(ops) do
@@ -560,7 +429,7 @@ function M._apply(ops)
     if api.nvim_get_current_buf() == b then
       read_only(b)
     end
-    follow_soon()
+    windows.follow_soon(b)
     require("gemini_companion.agent.renderers").changed(b)
   end
   for _, op in ipairs(ops) do
@@ -568,9 +437,7 @@ function M._apply(ops)
       if op.state and op.state.state ~= "working" then
         read_only(b)
         pcall(finish_last, b)
-        if follow_due then
-          move_followers()
-        end
+        windows.follow_now(b)
       end
       require("gemini_companion.agent.state")._update(op.state)
     elseif op.op == "notify" then
@@ -578,10 +445,7 @@ function M._apply(ops)
     elseif op.op == "checktime" then
       pcall(vim.cmd.checktime)
     elseif op.op == "bottom" then
-      for _, win in ipairs(vim.fn.win_findbuf(b)) do
-        follows[win] = api.nvim_win_get_cursor(win)[1]
-      end
-      move_followers()
+      windows.bottom(b)
     end
   end
 end

@@ -1,0 +1,194 @@
+--- The windows showing the transcript (transcript.lua draws the buffer).
+---
+--- Folds: a thought (all its lines but the blank one before it) is one manual
+--- fold in each window showing the transcript, made when the thought is drawn,
+--- remade as it grows, and made again for a window the transcript enters later:
+--- a fold expression would be evaluated for every line of a streaming answer.
+---
+--- Following the stream: a window whose cursor is on the last line (or where
+--- this module last put it) follows: its cursor goes to the new last line, at
+--- most once per frame. The buffer is written at once; only the windows' views
+--- wait, so the lines a batch appends below a window's last row cost no
+--- drawing, and a fast stream scrolls ~60 times a second, not once per batch.
+--- The first batch after a pause moves them at once, as do the end of a turn
+--- and the `bottom` op.
+local M = {}
+
+local api = vim.api
+
+-- Folds --------------------------------------------------------------------------
+
+--- Whether the fold at row `first` is closed in each window showing `b`, read
+--- before the thought there changes: a fold Neovim shrank to one line (lines
+--- replaced at its end) reads as open, however it was.
+---@param b integer
+---@param first integer
+---@return table<integer, boolean>
+function M.fold_states(b, first)
+  local states = {}
+  for _, win in ipairs(vim.fn.win_findbuf(b)) do
+    states[win] = api.nvim_win_call(win, function()
+      return vim.fn.foldclosed(first) ~= -1
+    end)
+  end
+  return states
+end
+
+--- Make rows first..last one fold in window `win` (manual folds only): the fold
+--- already there is replaced (Neovim's manual folds do not grow with the lines
+--- appended to them), closed as it was (`closed`), or, new, as 'foldlevel' has it.
+---@param win integer
+---@param first integer
+---@param last integer
+---@param closed boolean?
+local function fold_rows(win, first, last, closed)
+  if vim.wo[win].foldmethod ~= "manual" then
+    return
+  end
+  if closed == nil then
+    closed = vim.wo[win].foldlevel == 0
+  end
+  api.nvim_win_call(win, function()
+    local fn = vim.fn
+    local view = fn.winsaveview()
+    if fn.foldlevel(first) > 0 then
+      api.nvim_win_set_cursor(win, { first, 0 })
+      pcall(vim.cmd, "normal! zd")
+    end
+    vim.cmd(("%d,%dfold"):format(first, last))
+    if not closed then
+      vim.cmd(("%dfoldopen"):format(first))
+    end
+    fn.winrestview(view)
+  end)
+end
+
+--- Make rows first..last one fold in every window showing `b`, closed as
+--- `states` (M.fold_states) has it.
+---@param b integer
+---@param first integer
+---@param last integer
+---@param states table<integer, boolean>?
+function M.fold(b, first, last, states)
+  for _, win in ipairs(vim.fn.win_findbuf(b)) do
+    fold_rows(win, first, last, states and states[win])
+  end
+end
+
+--- Make each of `rows` ({ first, last }) a fold in window `win`, instead of the
+--- folds it has (manual folds only).
+---@param win integer
+---@param rows { [1]: integer, [2]: integer }[]
+function M.fold_all(win, rows)
+  if vim.wo[win].foldmethod ~= "manual" then
+    return
+  end
+  api.nvim_win_call(win, function()
+    local view = vim.fn.winsaveview()
+    vim.cmd("normal! zE")
+    local open = vim.wo[win].foldlevel > 0
+    for _, row in ipairs(rows) do
+      vim.cmd(("%d,%dfold"):format(row[1], row[2]))
+      if open then
+        vim.cmd(("%dfoldopen"):format(row[1]))
+      end
+    end
+    vim.fn.winrestview(view)
+  end)
+end
+
+-- Following ----------------------------------------------------------------------
+
+local FRAME_NS = 16 * 1000000
+
+---@type table<integer, integer> following window -> the row its cursor is on
+local follows = {}
+---@type uv.uv_timer_t?
+local follow_timer = nil
+local follow_due = false
+local last_move = 0
+
+--- Note which windows follow the stream, before a batch is drawn: those on the
+--- last line (or the one before), and those still where they were last put.
+---@param b integer
+function M.note_following(b)
+  local count = api.nvim_buf_line_count(b)
+  for _, win in ipairs(vim.fn.win_findbuf(b)) do
+    local row = api.nvim_win_get_cursor(win)[1]
+    if row >= count - 1 or follows[win] == row then
+      follows[win] = row
+    else
+      follows[win] = nil
+    end
+  end
+end
+
+--- Put each following window's cursor on the last line of `b`, unless the user
+--- moved it since it was noted.
+---@param b integer
+local function move_followers(b)
+  follow_due = false
+  if follow_timer then
+    follow_timer:stop()
+  end
+  last_move = vim.uv.hrtime()
+  if not api.nvim_buf_is_valid(b) then
+    follows = {}
+    return
+  end
+  local count = api.nvim_buf_line_count(b)
+  for win, row in pairs(follows) do
+    if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == b and api.nvim_win_get_cursor(win)[1] == row then
+      if row ~= count then
+        pcall(api.nvim_win_set_cursor, win, { count, 0 })
+      end
+      follows[win] = count
+    else
+      follows[win] = nil
+    end
+  end
+end
+
+--- `b` changed: move the windows following it now when none moved within the
+--- last frame, else once that frame is over.
+---@param b integer
+function M.follow_soon(b)
+  if follow_due or next(follows) == nil then
+    return
+  end
+  local since = vim.uv.hrtime() - last_move
+  if since >= FRAME_NS then
+    move_followers(b)
+    return
+  end
+  follow_due = true
+  follow_timer = follow_timer or assert(vim.uv.new_timer())
+  follow_timer:start(
+    math.ceil((FRAME_NS - since) / 1000000),
+    0,
+    vim.schedule_wrap(function()
+      if follow_due then
+        move_followers(b)
+      end
+    end)
+  )
+end
+
+--- Move the windows following `b` now if a move waits (the turn ended).
+---@param b integer
+function M.follow_now(b)
+  if follow_due then
+    move_followers(b)
+  end
+end
+
+--- Every window showing `b` shows its last line (the `bottom` op).
+---@param b integer
+function M.bottom(b)
+  for _, win in ipairs(vim.fn.win_findbuf(b)) do
+    follows[win] = api.nvim_win_get_cursor(win)[1]
+  end
+  move_followers(b)
+end
+
+return M
