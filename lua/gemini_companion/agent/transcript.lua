@@ -281,6 +281,10 @@ local function draw_failed(b, op, err)
   end
 end
 
+---@type integer?, integer the buffer's changedtick after the last append, and
+--- the length of its last line then (bytes)
+local tail_tick, tail_len = nil, 0
+
 ---@param b integer
 ---@param id integer
 ---@param text string
@@ -292,12 +296,24 @@ local function append(b, id, text, prefix)
   end
   local pieces = vim.split(text, "\n", { plain = true })
   local last = api.nvim_buf_line_count(b) - 1
-  local tail = api.nvim_buf_get_lines(b, last, last + 1, false)[1] or ""
-  pieces[1] = tail .. pieces[1]
+  local col = tail_len
+  if tail_tick ~= api.nvim_buf_get_changedtick(b) then
+    col = #(api.nvim_buf_get_lines(b, last, last + 1, false)[1] or "")
+  end
   for i = 2, #pieces do
     pieces[i] = prefix .. pieces[i]
   end
-  api.nvim_buf_set_lines(b, last, last + 1, false, pieces)
+  tail_len = #pieces == 1 and col + #pieces[1] or #pieces[#pieces]
+  if col > 0 then
+    -- Inserted at the line's end: Neovim does not re-check the view of the
+    -- windows whose cursor is on it (they follow the stream, and are moved once
+    -- a frame), nor is the line read back and written whole.
+    api.nvim_buf_set_text(b, last, col, last, col, pieces)
+  else
+    -- An empty line: text inserted there would take a cursor on it along.
+    api.nvim_buf_set_lines(b, last, last + 1, false, pieces)
+  end
+  tail_tick = api.nvim_buf_get_changedtick(b)
   return last
 end
 
