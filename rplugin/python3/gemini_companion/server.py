@@ -35,7 +35,7 @@ from .security import (
 from .tools import IDE_PATH, ToolRegistry
 
 if TYPE_CHECKING:
-    import uvicorn
+    import uvicorn.server
 
     from .connections import ConnectionTable
     from .session_cap import SessionCap
@@ -103,7 +103,7 @@ class CompanionServer:
         self.connections: ConnectionTable | None = None
         # Each endpoint's session table (session_cap.py), once the app is built.
         self.session_caps: dict[str, SessionCap] = {}
-        self._uvicorn: uvicorn.Server | None = None
+        self._uvicorn: uvicorn.server.Server | None = None
         self._thread = threading.Thread(
             target=self._run, name="gemini-companion-server", daemon=True
         )
@@ -245,7 +245,8 @@ class CompanionServer:
 
         await asyncio.to_thread(import_server_stack)
         import anyio
-        import uvicorn
+        from uvicorn.config import Config
+        from uvicorn.server import Server
 
         from .connections import ConnectionLimits, ConnectionTable, protocol_class
 
@@ -256,7 +257,7 @@ class CompanionServer:
                 header_timeout=self.options.header_timeout_seconds,
             )
         )
-        config = uvicorn.Config(
+        config = Config(
             app,
             lifespan="on",
             log_config=None,
@@ -266,7 +267,7 @@ class CompanionServer:
             # h11 with a header deadline and a connection cap (connections.py)
             http=protocol_class(self.connections),
         )
-        server = uvicorn.Server(config)
+        server = Server(config)
         self._uvicorn = server
         if self._exit_requested:  # asked to exit while importing: never serve
             return
@@ -282,7 +283,7 @@ class CompanionServer:
                 await server.serve(sockets=[self._sock])
                 tg.cancel_scope.cancel()
 
-    async def _started(self, server: uvicorn.Server, app: ASGIApp, warm_up: bool) -> None:
+    async def _started(self, server: uvicorn.server.Server, app: ASGIApp, warm_up: bool) -> None:
         """Once Uvicorn serves: say so, and warm the app up when a client was only
         announced (one already waiting warms it with its own requests, and a
         throwaway session beside them would only slow them down)."""

@@ -34,11 +34,21 @@ def import_server_stack() -> None:
     a second on a quiet machine), in a worker thread."""
     import anyio  # noqa: F401
 
-    from .sdk import defer_wire_models, skip_package_inits
+    from .sdk import defer_wire_models, skip_package_inits, stand_in
 
     defer_wire_models()  # before anything imports mcp_types.methods
     import mcp_types  # noqa: F401
-    import uvicorn  # noqa: F401
+
+    # Not uvicorn's __init__ nor its uvicorn.main: they import its command line
+    # (click, the reloader's multiprocessing...), 1.6 MiB the host never uses.
+    # What imports them takes one name from each (sdk.py).
+    skip_package_inits("uvicorn")
+    import uvicorn
+    import uvicorn.config
+    import uvicorn.server
+
+    vars(uvicorn).setdefault("Config", uvicorn.config.Config)  # uvicorn.lifespan.*
+    stand_in("uvicorn.main", Server=uvicorn.server.Server)  # sse_starlette
 
     from . import bodies, connections, session_cap, sessions  # noqa: F401
 
