@@ -1,13 +1,15 @@
 """ACP session updates as the panel's events (agent/acp/events.py), without a process:
 the shapes Gemini CLI 0.61.0 sends (client-behaviour.md, "ACP") and the other kinds
-of the schema, validated by the official package's models as the transport does."""
+of the schema, validated by the panel's models as the transport does (messages.py,
+held against the official package's schema by test_acp_messages.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from acp import schema
+from acp import schema as acp_schema
+from gemini_companion.agent.acp import messages as schema
 from gemini_companion.agent.acp.client_requests import plain_text_chunk
 from gemini_companion.agent.acp.events import (
     PLAN_CALL_ID,
@@ -220,7 +222,7 @@ def test_references_become_resource_links_or_embedded_lines() -> None:
         "text": "\nContent from @/w/b.py#L3-5:\nx = 1\ny = 2\nz = 3\n",
     }
     # what the schema accepts, so the agent does too
-    schema.PromptRequest.model_validate({"sessionId": SESSION, "prompt": blocks})
+    acp_schema.PromptRequest.model_validate({"sessionId": SESSION, "prompt": blocks})
 
 
 def test_mcp_servers_in_either_shape() -> None:

@@ -62,7 +62,7 @@ def test_envelopes_the_connection_would_choke_on_are_refused(line: bytes) -> Non
 
 
 def test_paths_the_agent_names_in_tool_updates_are_shown_with_control_characters_escaped() -> None:
-    from acp import schema
+    from gemini_companion.agent.acp import messages as schema
     from gemini_companion.agent.acp.events import UpdateTranslator
 
     update = schema.ToolCallStart(

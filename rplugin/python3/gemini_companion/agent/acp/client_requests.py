@@ -109,8 +109,9 @@ class AcpClientRequests(AcpState):
         self._emit(*events)
 
     def _validated_update(self, params: dict[str, Any]) -> list[Any]:
-        from acp import schema
         from pydantic import ValidationError
+
+        from . import messages as schema
 
         assert self._updates is not None
         try:
@@ -137,7 +138,7 @@ class AcpClientRequests(AcpState):
         return self._updates.put(call.but(result=unified_diff(path, old, written)))
 
     async def _on_permission(self, params: Any) -> Any:
-        from acp import schema
+        from . import messages as schema
 
         request = schema.RequestPermissionRequest.model_validate(params)
         if request.session_id != self._session_id or self._updates is None:
@@ -169,9 +170,8 @@ class AcpClientRequests(AcpState):
         """Every file an edit request names passes openDiff's path policy before
         anything of it is shown (files.py's ``check_edit``); else the request is
         answered ``cancelled`` and the transcript says why, the path escaped."""
-        from acp import schema
-
         from ..files import FileAccessError
+        from . import messages as schema
 
         assert self._files is not None and self._updates is not None
         for item in tool_call.content or ():
@@ -196,7 +196,7 @@ class AcpClientRequests(AcpState):
         return None
 
     async def _on_read(self, params: Any) -> Any:
-        from acp import schema
+        from . import messages as schema
 
         request = schema.ReadTextFileRequest.model_validate(params)
         assert self._files is not None
@@ -204,9 +204,8 @@ class AcpClientRequests(AcpState):
         return {"content": text}
 
     async def _on_write(self, params: Any) -> Any:
-        from acp import schema
-
         from ..files import FileAccessError
+        from . import messages as schema
 
         request = schema.WriteTextFileRequest.model_validate(params)
         assert self._files is not None

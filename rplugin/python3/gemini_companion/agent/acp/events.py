@@ -16,8 +16,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acp import schema
-
 from ...paths import has_control
 from ..model import (
     AgentEvent,
@@ -36,6 +34,7 @@ from ..model import (
     ToolStatus,
     UserMessage,
 )
+from . import messages as schema
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

@@ -41,7 +41,7 @@ class AcpHandshake(AcpTurns):
         )
         if loading is not None:
             await loading
-        from acp import schema
+        from . import messages as schema
 
         response = schema.InitializeResponse.model_validate(raw)
         if response.protocol_version != PROTOCOL_VERSION:

@@ -2,8 +2,8 @@
 
 The Agent Client Protocol is JSON-RPC 2.0, one message a line, over the child's
 stdin and stdout (client-behaviour.md, "ACP", records what 0.61.0 does). The
-JSON-RPC plumbing and the schema's types come from the official
-``agent-client-protocol`` package (``acp``): its low-level ``Connection`` over
+JSON-RPC plumbing comes from the official ``agent-client-protocol`` package
+(``acp``): its low-level ``Connection`` over
 :class:`~.wire.ChildStdio`, a message transport of our own on the child's pipes,
 so the plugin owns the process (process.py: started in the workspace with the
 environment of the plugin's terminals, stopped with the panel) and sees
@@ -11,8 +11,9 @@ everything the child prints.
 Its typed ``ClientSideConnection`` is not used: its schema (v1.19) drops the
 ``models`` that 0.61.0 offers and has no ``session/set_model``, and it logs what
 it cannot parse through the root logger (the host's stderr, kept in Neovim's
-memory); the raw ``Connection`` hands us the dicts and the schema's models
-validate them here.
+memory); the raw ``Connection`` hands us the dicts, and models of just the
+messages the panel reads validate them (messages.py: the package's whole schema
+held 7.8 MiB of the host's memory).
 
 How ACP meets the panel's contract (transport.py):
 - ``start``: spawn, ``initialize`` (fs capabilities: the agent reads and writes
@@ -61,8 +62,9 @@ log = logging.getLogger(__name__)
 
 
 def _import_protocol() -> None:
-    """The ACP package and what uses it: about half a second of pydantic models,
-    imported in a worker thread, not on the loop (nor on Neovim's main thread)."""
+    """The ACP package's JSON-RPC and what reads the messages (messages.py's
+    models), imported in a worker thread, not on the loop (nor on Neovim's main
+    thread)."""
     import acp.connection  # noqa: F401
 
     from .. import files  # noqa: F401
@@ -76,11 +78,10 @@ class AcpTransport(AcpHandshake):
 
     async def start(self, events: EventSink) -> None:
         self._events = events
-        # The agent starts and is sent ``initialize`` at once; the protocol's schema
-        # (about half a second of pydantic models, more than the CLI's start on a
-        # busy machine) loads in a thread meanwhile and is awaited once the answer
-        # is in (issue 25 item 1). Not the ``acp`` package's __init__, which would
-        # load the schema first (sdk.py).
+        # The agent starts and is sent ``initialize`` at once; the modules that
+        # read its messages load in a thread meanwhile and are awaited once the
+        # answer is in (issue 25 item 1). Not the ``acp`` package's __init__, which
+        # would load its whole schema (half a second of pydantic models, sdk.py).
         skip_package_inits("acp")
         loading = asyncio.ensure_future(asyncio.to_thread(_import_protocol))
         # Its failure is raised by _initialize, or the start failed before: never unread.
@@ -113,7 +114,7 @@ class AcpTransport(AcpHandshake):
             )
 
     def _set_up(self) -> None:
-        """What handles the session's messages, made once (the schema is loaded)."""
+        """What handles the session's messages, made once (their modules are loaded)."""
         from ..files import EditorFiles
         from .events import UpdateTranslator
         from .sessions import SessionStore, default_path
