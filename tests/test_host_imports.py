@@ -42,6 +42,24 @@ NEVER_FOR_A_CLI = ("httpx2", "cryptography", "acp", "a2a")
 WATCHED = SERVER_STACK + NEVER_FOR_A_CLI
 FAKE_AGENT = Path(__file__).parent / "agent_fakes" / "acp_agent.py"
 
+# Every module a process imports, written to a file named by its pid: an observer
+# that site runs in the host as it starts (sitecustomize on its PYTHONPATH), for
+# what no stand-in can watch (a package's submodules).
+RECORD_IMPORTS = """
+import os, sys
+class _Record:
+    path = os.path.join(os.environ["GEMINI_TEST_IMPORTS"], str(os.getpid()))
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        with open(cls.path, "a") as f:
+            f.write(name + "\\n")
+sys.meta_path.insert(0, _Record)
+"""
+# Loaded by nothing the host runs for a CLI or for the panel (issue 25 item 4): the
+# acp package's whole schema (agent/acp/messages.py models what the panel reads),
+# and Uvicorn's command line (server_stack.py).
+NEVER_IMPORTED = ("acp.schema", "acp.helpers", "uvicorn.main", "click", "multiprocessing")
+
 
 def _watching(tmp_path: Path) -> tuple[dict[str, str], Path]:
     marks = Path(tempfile.mkdtemp(dir=tmp_path))
@@ -157,3 +175,48 @@ def test_the_host_at_rest_loads_neither_the_sdks_client_nor_the_agent_stack(
     )
     assert "acp" in {p.name for p in marks.iterdir()}
     assert "a2a" not in {p.name for p in marks.iterdir()}
+
+
+@pytest.mark.usefixtures("interop")
+def test_a_panel_session_and_a_clients_load_neither_the_acp_schema_nor_uvicorns_command_line(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    observer = tmp_path / "observer"
+    observer.mkdir()
+    (observer / "sitecustomize.py").write_text(RECORD_IMPORTS)
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    nvim = nvim_factory(
+        cwd=work,
+        env={"PYTHONPATH": str(observer), "GEMINI_TEST_IMPORTS": str(imports)},
+        setup={"agent": {"protocol": "acp", "acp": {"cmd": [sys.executable, str(FAKE_AGENT)]}}},
+    )
+    nvim.wait_running()
+    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    # A whole panel session: the agent started, a prompt answered.
+    nvim.api.command("GeminiAgent hello")
+    wait_for(
+        lambda: (
+            "echo: hello"
+            in "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
+        ),
+        60,
+        "the fake agent's answer",
+    )
+    nvim.wait_state(lambda s: s.get("serving"), 30, "the server stack loaded")
+    # A CLI's session on the MCP server.
+    url = f"http://127.0.0.1:{nvim.state()['port']}/mcp"
+    with httpx2.Client(timeout=30) as http:
+        headers = open_raw_session(http, url, nvim.token())
+        listed = http.post(
+            url,
+            content=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            headers=headers,
+        )
+        assert "openDiff" in listed.text
+    imported = set((imports / str(host)).read_text().split())
+    # The observer does watch the host: what serves both is there.
+    assert {"acp.connection", "uvicorn.server", "mcp.server.lowlevel.server"} <= imported
+    assert sorted(imported & set(NEVER_IMPORTED)) == []
