@@ -658,6 +658,8 @@ def test_the_hosts_memory_comes_back_after_the_agent_reads_a_big_file_many_ways(
     )
     agent.prompt()
     agent.wait_idle()
+    # The server stack the panel's open loads (server.py) is in before the measure.
+    agent.nvim.wait_state(lambda s: s.get("serving"), 30, "the server stack loaded")
     pid = agent.nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
     rest = rss_kib(pid)
     agent.prompt("read")
