@@ -33,10 +33,10 @@ _HOST_PID = (
 )
 
 
-def draw_request(ops: list[dict[str, Any]]) -> tuple[str, list[Any]]:
-    """The msgpack-rpc request of ``agent_draw`` for the agent panel's own channel to
-    Neovim (agent/nvim_channel.py): the same message to the same ``_receive``."""
-    return "nvim_exec_lua", [RECEIVE, ["agent_draw", ops]]
+DRAW = "nvim_exec_lua"
+"""The agent panel's batches on its own channel to Neovim (agent/nvim_channel.py):
+``DRAW`` with ``[RECEIVE, ["agent_draw", ops]]``, the same message to the same
+``_receive`` as :meth:`NvimEditor.agent_draw`'s."""
 
 
 def host_pid_request() -> tuple[str, list[Any]]:

@@ -29,7 +29,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-_READ = 256 * 1024
+_READ = 64 * 1024
 
 Answered = Callable[[str | None, Any], None]
 """Called with Neovim's answer to a request: (the error's text or None, the result)."""
@@ -54,6 +54,9 @@ class NvimChannel:
         self._futures = 0  # requests whose future waits: the socket is watched meanwhile
         self._next_id = 1
         self._out = bytearray()  # what the socket did not take yet
+        # Read into a buffer of its own: no allocation of _READ bytes per read.
+        self._buffer = bytearray(_READ)
+        self._view = memoryview(self._buffer)
         self._wanted = False  # watch() asked for
         self._watching = False
         self.closed = False
@@ -172,16 +175,16 @@ class NvimChannel:
 
     def _readable(self) -> None:
         try:
-            data = self._sock.recv(_READ)
+            size = self._sock.recv_into(self._buffer)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             self._fail(exc)
             return
-        if not data:
+        if not size:
             self._fail(None)
             return
-        self._unpacker.feed(data)
+        self._unpacker.feed(self._view[:size])
         try:
             for message in self._unpacker:
                 self._received(message)

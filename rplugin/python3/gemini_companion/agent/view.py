@@ -43,6 +43,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..nvim_editor import DRAW, RECEIVE
 from . import burst
 from .view_text import _NOT_UNICODE, CUT, MAX_LINE, _cut, _deep_valid, _valid
 
@@ -297,13 +298,11 @@ class PanelView:
         self.batches += 1
         channel = self._channel_here()
         if channel is not None:
-            from ..nvim_editor import draw_request
-
             self._channel_batch = True
             if self._waiting and not self._watching:
                 self._watching = True  # drained() waits for this answer
                 channel.watch(True)
-            channel.call(*draw_request(batch), self._channel_drawn)
+            channel.call(DRAW, [RECEIVE, ["agent_draw", batch]], self._channel_drawn)
             return
         self._channel_batch = False
         self._editor.agent_draw(batch).add_done_callback(self._drawn)

@@ -23,11 +23,6 @@ _CHUNK_KEYS = frozenset({"sessionUpdate", "content", "_meta"})
 _TEXT_KEYS = frozenset({"type", "text", "_meta"})
 
 
-def _meta_ok(value: dict[str, Any]) -> bool:
-    meta = value.get("_meta")
-    return meta is None or type(meta) is dict
-
-
 def plain_text_chunk(params: dict[str, Any]) -> tuple[str, str] | None:
     """``(kind, text)`` of a message or thought chunk of plain text, in the form the
     schema takes without a doubt (only its own keys, each of its type); None for
@@ -45,7 +40,11 @@ def plain_text_chunk(params: dict[str, Any]) -> tuple[str, str] | None:
         or content.get("type") != "text"
         or not update.keys() <= _CHUNK_KEYS
         or not content.keys() <= _TEXT_KEYS
-        or not (_meta_ok(params) and _meta_ok(update) and _meta_ok(content))
+    ):
+        return None
+    # ``_meta`` is rare: an object, or absent (or null) at each level.
+    if ("_meta" in params or "_meta" in update or "_meta" in content) and not all(
+        type(v.get("_meta")) in (dict, type(None)) for v in (params, update, content)
     ):
         return None
     return kind, text

@@ -46,6 +46,8 @@ INVALID_REQUEST = -32600
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
 
 class RefusedMessageError(ValueError):
     """A JSON-RPC message from the agent that is not taken, and why; ``message`` is
@@ -61,23 +63,35 @@ def parse_message(line: bytes) -> dict[str, Any] | None:
     not one (garbage); raises :class:`RefusedMessageError` for one that is not taken."""
     text = line.decode("utf-8", "replace")
     try:
-        message = json.loads(text)
+        try:
+            # json.loads without its two layers of Python and two regex matches.
+            message, end = _scan(text, 0)
+        except StopIteration:  # leading whitespace, or no value at all
+            message, end = json.loads(text), len(text)
+        if end != len(text) and not text[end:].isspace():
+            return None  # more after the value: not one message
     except RecursionError:
         raise RefusedMessageError(f"a message nested more than {MAX_DEPTH} levels deep") from None
     except ValueError:
         return None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+    if type(message) is not dict or message.get("jsonrpc") != "2.0":
         return None
-    envelope = {k: message[k] for k in ("id", "method") if k in message}
     mid, method = message.get("id"), message.get("method")
     if (mid is not None and not isinstance(mid, (int, str))) or isinstance(mid, bool):
         raise RefusedMessageError("a message whose id is not a number or a string")
-    if method is not None and not isinstance(method, str):
-        raise RefusedMessageError("a message whose method is not a string", envelope)
+    if method is not None and type(method) is not str:
+        raise RefusedMessageError("a message whose method is not a string", _envelope(message))
     if method is None and "id" not in message:
         raise RefusedMessageError("a message with neither a method nor an id")
-    _clean(message, surrogates=bool(_SURROGATE_ESCAPE.search(text)), envelope=envelope)
+    surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+    # Fewer brackets than the limit cannot nest past it: most messages need no walk.
+    if surrogates or text.count("{") + text.count("[") > MAX_DEPTH:
+        _clean(message, surrogates=surrogates, envelope=_envelope(message))
     return message
+
+
+def _envelope(message: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: message[k] for k in ("id", "method") if k in message}
 
 
 def _clean(message: dict[str, Any], *, surrogates: bool, envelope: Mapping[str, Any]) -> None:
