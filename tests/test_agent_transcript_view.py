@@ -283,3 +283,63 @@ def test_the_transcript_cannot_be_edited_by_the_user_while_it_streams(panel: Nvi
         is False
     )
     assert not any("edited" in line for line in lines(nvim))
+
+
+# Whether each of the given transcript cells ({ row, col }, 1-based) is drawn with
+# a highlight on screen, after a full redraw.
+DRAWN = """
+local cells = ...
+vim.cmd('redraw!')
+local b = require('gemini_companion.agent.transcript').buffer()
+local win = vim.fn.win_findbuf(b)[1]
+local out = {}
+for _, c in ipairs(cells) do
+  local pos = vim.fn.screenpos(win, c[1], c[2])
+  local cell = vim.api.nvim__inspect_cell(1, pos.row - 1, pos.col - 1)
+  out[#out + 1] = cell[3] ~= nil and next(cell[3]) ~= nil
+end
+return out
+"""
+
+
+def test_the_answers_markdown_is_drawn_on_screen(panel: Nvim) -> None:
+    nvim = panel
+    # The highlights are ephemeral extmarks drawn for the rows on screen only.
+    nvim.lua(
+        "for _, g in ipairs(...) do vim.api.nvim_set_hl(0, g, { fg = '#123456', bold = true }) end",
+        [
+            "@markup.heading.2.markdown",
+            "@markup.strong.markdown_inline",
+            "@markup.raw.block.markdown",
+        ],
+    )
+    text = "## Heading\nplain **bold** text\n```lua\nlocal x = 1\n```\nafter\n"
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]  # split anywhere
+    apply(nvim, WORKING, {"op": "block", "id": 1, "lines": ["", ""], "kind": "message"})
+    for piece in pieces:
+        apply(nvim, {"op": "append", "id": 1, "text": piece, "prefix": ""})
+    apply(nvim, IDLE)
+    shown = lines(nvim)
+    heading = shown.index("## Heading") + 1
+    cells = {
+        "heading": [heading, 4],
+        "plain": [heading + 1, 2],
+        "bold": [heading + 1, 9],
+        "fence": [heading + 2, 1],
+        "body": [heading + 3, 1],
+        "after": [heading + 5, 1],
+    }
+    expected = {
+        "heading": True,
+        "plain": False,
+        "bold": True,
+        "fence": True,
+        "body": True,
+        "after": False,
+    }
+
+    def drawn() -> dict[str, bool] | None:
+        found = dict(zip(cells, nvim.lua(DRAWN, list(cells.values())), strict=True))
+        return found if found == expected else None
+
+    wait_for(drawn, 5, f"the screen to show {expected}")
