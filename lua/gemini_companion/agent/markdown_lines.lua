@@ -18,10 +18,17 @@ M.RAW = "@markup.raw.block.markdown"
 ---@param end_col integer
 ---@param group string
 ---@param priority? integer
-local opts = { end_col = 0, hl_group = "", priority = PRI } -- reused: read at once
+local opts = { end_col = 0, hl_group = 0, priority = PRI } -- reused: read at once
+---@type table<string, integer> group name -> its id (an id costs Neovim no lookup by name per mark)
+local ids = {}
 local function mark(b, row, col, end_col, group, priority)
   if end_col > col then
-    opts.end_col, opts.hl_group, opts.priority = end_col, group, priority or PRI
+    local id = ids[group]
+    if not id then
+      id = api.nvim_get_hl_id_by_name(group)
+      ids[group] = id
+    end
+    opts.end_col, opts.hl_group, opts.priority = end_col, id, priority or PRI
     api.nvim_buf_set_extmark(b, M.ns, row, col, opts)
   end
 end
