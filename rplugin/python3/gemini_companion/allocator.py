@@ -14,8 +14,10 @@ from .security import BIG_BODY_BYTES
 class Allocator:
     """glibc's allocator, where there is one (else every call does nothing)."""
 
-    # mallopt parameter: allocations from this size on get pages of their own.
+    # mallopt parameters: allocations from this size on get pages of their own; the
+    # number of heaps (arenas) threads allocate from.
     M_MMAP_THRESHOLD = -3
+    M_ARENA_MAX = -8
 
     def __init__(self) -> None:
         self._libc: Any = None
@@ -45,6 +47,17 @@ class Allocator:
         libc = self._load()
         if libc is not None and not self.tuned:
             self.tuned = bool(libc.mallopt(self.M_MMAP_THRESHOLD, threshold))
+
+    def one_heap(self) -> None:
+        """Every thread allocates from the main heap, as the host's threads take turns
+        (one runs Python at a time) and only the server's loop works for long. By
+        default each new thread that allocates gets a heap of its own (up to 8 per
+        core), and each keeps the free pages its thread left: 1 MiB of the host with
+        the agent panel open (issue 25 item 4). Call before starting any thread: one
+        holds the heap it was given."""
+        libc = self._load()
+        if libc is not None:
+            libc.mallopt(self.M_ARENA_MAX, 1)
 
     def trim(self) -> None:
         """Give free heap pages back to the system."""

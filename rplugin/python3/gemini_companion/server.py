@@ -124,6 +124,9 @@ class CompanionServer:
         ended, before its loop closes: with None after :meth:`request_exit`, else with
         why it ended by itself (the error raised, or :class:`ServerExitedError`)."""
         self._on_exit = on_exit
+        from .allocator import allocator
+
+        allocator.one_heap()  # before the host's first thread (this one)
         self._thread.start()
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> bool:
