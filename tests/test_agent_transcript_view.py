@@ -343,3 +343,20 @@ def test_the_answers_markdown_is_drawn_on_screen(panel: Nvim) -> None:
         return found if found == expected else None
 
     wait_for(drawn, 5, f"the screen to show {expected}")
+
+
+def test_a_panel_opened_while_an_answer_streams_shows_its_end_and_follows_it(
+    panel: Nvim,
+) -> None:
+    nvim = panel
+    win = nvim.lua(TRANSCRIPT_WIN)
+    nvim.lua(BURST, win, [[WORKING, chunk(1, n)] for n in range(40)])
+    nvim.lua("require('gemini_companion.agent.panel').close()")
+    for n in range(40):
+        apply(nvim, chunk(1, 100 + n))
+    nvim.lua("require('gemini_companion.agent.panel').open({ enter = false })")
+    win = nvim.lua(TRANSCRIPT_WIN)
+    assert at_end(nvim, win)
+    nvim.lua(BURST, win, [[chunk(1, 200 + n)] for n in range(40)])
+    shown = wait_for(lambda: at_end(nvim, win), 5, "the new window to follow")
+    assert shown[3] > 120 * 5
