@@ -57,8 +57,16 @@ sys.meta_path.insert(0, _Record)
 """
 # Loaded by nothing the host runs for a CLI or for the panel (issue 25 item 4): the
 # acp package's whole schema (agent/acp/messages.py models what the panel reads),
-# and Uvicorn's command line (server_stack.py).
-NEVER_IMPORTED = ("acp.schema", "acp.helpers", "uvicorn.main", "click", "multiprocessing")
+# Uvicorn's command line and the MCP SDK's OAuth routes (server_stack.py).
+NEVER_IMPORTED = (
+    "acp.schema",
+    "acp.helpers",
+    "uvicorn.main",
+    "click",
+    "multiprocessing",
+    "mcp.server.auth.routes",
+    "mcp.server.auth.handlers.token",
+)
 
 
 def _watching(tmp_path: Path) -> tuple[dict[str, str], Path]:
@@ -220,3 +228,26 @@ def test_a_panel_session_and_a_clients_load_neither_the_acp_schema_nor_uvicorns_
     # The observer does watch the host: what serves both is there.
     assert {"acp.connection", "uvicorn.server", "mcp.server.lowlevel.server"} <= imported
     assert sorted(imported & set(NEVER_IMPORTED)) == []
+
+
+def test_an_sdk_whose_server_asks_its_oauth_routes_for_other_names_gets_the_real_ones() -> None:
+    """The stand-in for the SDK's OAuth routes (server_stack.py) gives way to the real
+    module when the low-level server asks it for a name it lacks (another SDK)."""
+    import subprocess
+
+    rplugin = Path(__file__).parent.parent / "rplugin" / "python3"
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(rplugin)!r})\n"
+        "from gemini_companion.sdk import stand_in\n"
+        "stand_in('mcp.server.auth.routes')  # one lacking every name\n"
+        "from gemini_companion.server_stack import import_server_stack\n"
+        "import_server_stack()\n"
+        "import mcp.server.auth.routes as routes\n"
+        "from mcp.server.lowlevel import Server\n"
+        "print(routes.create_auth_routes.__module__, Server.__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.split() == ["mcp.server.auth.routes", "Server"], done.stderr

@@ -4,6 +4,7 @@ HTTP app built from it for each endpoint. Importing this module loads none of it
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,8 +54,27 @@ def import_server_stack() -> None:
     from . import bodies, connections, session_cap, sessions  # noqa: F401
 
     skip_package_inits("mcp", "mcp.server")
-    import mcp.server.lowlevel
+    # Not the SDK's OAuth server routes (their handlers and models, 0.5 MiB): the
+    # low-level server imports them for apps built with ``auth``, and ours has none.
+    stand_in("mcp.server.auth.routes", **dict.fromkeys(AUTH_ROUTES, _no_oauth_routes))
+    try:
+        import mcp.server.lowlevel
+    except ImportError:  # an SDK that asks them for other names: the real ones
+        sys.modules.pop("mcp.server.auth.routes", None)
+        import mcp.server.lowlevel
     import mcp.server.transport_security  # noqa: F401
+
+
+# What the mcp SDK's low-level server imports from its OAuth routes.
+AUTH_ROUTES = (
+    "build_resource_metadata_url",
+    "create_auth_routes",
+    "create_protected_resource_routes",
+)
+
+
+def _no_oauth_routes(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("the companion's MCP server serves no OAuth routes")
 
 
 def sdk_app(
