@@ -150,12 +150,17 @@ class PanelView:
             # Everything pushed in this turn of the loop goes in the same batch; over
             # the channel, the flush first reads whether the batch in flight is drawn.
             self._scheduled = True
-        if burst.defer(self._flush):
-            return  # at the end of the agent's pipe's read
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """The flush, at the end of the agent's pipe's read under way, or in a
+        callback of its own on the session's loop (whose batch answered through the
+        editor hops back there: _drawn)."""
         loop = self._loop
         if loop is None or loop.is_closed():
             self._loop = loop = asyncio.get_running_loop()
-        loop.call_soon(self._flush)
+        if not burst.defer(self._flush):
+            loop.call_soon(self._flush)
 
     def _checked(self, text: str) -> str:
         clean = _valid(text)
@@ -200,7 +205,23 @@ class PanelView:
             text = "".join(shown)
             if not text:
                 return
-        self.push({"op": "append", "id": block_id, "text": text, "prefix": prefix})
+        # push()'s append, inline: the one operation of a stream.
+        with self._lock:
+            outbox = self._outbox
+            last = outbox[-1] if outbox else None
+            if (
+                last is not None
+                and last["op"] == "append"
+                and last["id"] == block_id
+                and last["prefix"] == prefix
+            ):
+                last["parts"].append(text)
+            else:
+                outbox.append({"op": "append", "id": block_id, "prefix": prefix, "parts": [text]})
+            if self._scheduled or (self._in_flight and not self._polled):
+                return
+            self._scheduled = True
+        self._schedule()
 
     def state(self, state: Mapping[str, Any] | Callable[[], Mapping[str, Any]]) -> None:
         """The agent's state, or a function that builds it: called once per batch
@@ -265,17 +286,16 @@ class PanelView:
 
     def _flush(self) -> None:
         """On the session's loop: send what waits, with the state when it is due."""
-        if self._in_flight and self._channel_batch:
-            channel = self._channel_here()
-            if channel is not None:
-                self._flushing = True
-                try:
-                    channel.poll()  # the answer to the batch in flight, if it is there
-                finally:
-                    self._flushing = False
-                if self._in_flight:
-                    self._watching = True  # its answer sends what waits
-                    channel.watch(True)
+        channel = self._channel_here()
+        if channel is not None and self._in_flight and self._channel_batch:
+            self._flushing = True
+            try:
+                channel.poll()  # the answer to the batch in flight, if it is there
+            finally:
+                self._flushing = False
+            if self._in_flight:
+                self._watching = True  # its answer sends what waits
+                channel.watch(True)
         with self._lock:
             self._scheduled = False
             if self._in_flight:
@@ -292,11 +312,12 @@ class PanelView:
             return
         if due:
             batch.append({"op": "state", "state": self._valid_state(batch)})
-        self._send(batch)
+        self._send(batch, channel)
 
-    def _send(self, batch: list[dict[str, Any]]) -> None:
+    def _send(self, batch: list[dict[str, Any]], channel: NvimChannel | None) -> None:
+        """Send ``batch`` over ``channel`` (the session's own, from its loop), or
+        through the editor without one."""
         self.batches += 1
-        channel = self._channel_here()
         if channel is not None:
             self._channel_batch = True
             if self._waiting and not self._watching:
@@ -347,7 +368,7 @@ class PanelView:
                 self._in_flight = False
                 hop = self._wake if self._waiting else None
         if batch:
-            self._send(batch)
+            self._send(batch, self._channel_here())
         elif hop is not None and self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 self._loop.call_soon_threadsafe(hop)
