@@ -1,0 +1,62 @@
+"""A stream over ACP into a real Neovim that is busy (issue 25 items 2 and 3): the
+host takes the agent's chunks as they arrive and reads Neovim's answers only when
+the next batch is ready, so what arrives while a batch is being drawn must still
+join the next batch, in order, with nothing lost. Real parts: a headless Neovim
+with the plugin and its Python host, and the test-suite's ACP agent (the official
+SDK's agent side) streaming as fast as it writes."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from agent_setup import agent_state, transcript, wait_agent, wait_transcript
+from harness import Nvim
+
+FAKE_AGENT = Path(__file__).parent / "agent_fakes" / "acp_agent.py"
+
+COUNT_BATCHES = (
+    "local t = require('gemini_companion.agent.transcript') local apply = t._apply"
+    " _G.test_batches = 0"
+    " t._apply = function(ops) _G.test_batches = _G.test_batches + 1 return apply(ops) end"
+)
+
+# The stream starts (a chunk every millisecond or so, each in a read of its own),
+# then Neovim's main loop runs Lua for a second: the chunks arrive meanwhile.
+STREAM_WHILE_BUSY = """
+vim.cmd('GeminiAgent stream 200 200 1')
+vim.defer_fn(function()
+  local t = vim.uv.hrtime()
+  while vim.uv.hrtime() - t < 1e9 do end
+end, 0)
+"""
+
+
+def test_a_flood_while_neovim_is_busy_is_drawn_in_few_batches_in_order_and_whole(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    cmd = [sys.executable, str(FAKE_AGENT)]
+    nvim = nvim_factory(cwd=work, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}})
+    nvim.wait_running()
+    nvim.api.command("GeminiAgent hello")
+    wait_transcript(nvim, "echo: hello", 60)
+    wait_agent(nvim, "the first turn to end", lambda s: s["state"] == "idle", 60)
+    nvim.lua(COUNT_BATCHES)
+
+    nvim.lua(STREAM_WHILE_BUSY)
+    wait_agent(
+        nvim,
+        "the stream drawn",
+        lambda s: s["state"] == "idle" and transcript(nvim).count("<t=") >= 200,
+        60,
+    )
+    stamps = [int(t) for t in re.findall(r"^<t=(\d+)>x+$", transcript(nvim), re.M)]
+    assert len(stamps) == 200
+    assert stamps == sorted(stamps)  # in the order the agent wrote them
+    batches = nvim.lua("return _G.test_batches")
+    assert batches <= 20, f"{batches} batches for 200 chunks that arrived while Neovim was busy"
+    assert agent_state(nvim)["state"] == "idle"
