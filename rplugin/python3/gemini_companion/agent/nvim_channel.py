@@ -65,28 +65,34 @@ class NvimChannel:
     async def connect(cls, address: str) -> NvimChannel | None:
         """A channel to the Neovim at ``address`` (a socket path), or None."""
         loop = asyncio.get_running_loop()
-        sock: socket.socket | None = None
-        target: Any
+        targets: list[tuple[int, Any]]
         try:
             if ":" in address and not address.startswith("/"):
                 host, _, port = address.rpartition(":")
                 if host not in ("127.0.0.1", "localhost", "::1"):
                     return None  # only a local Neovim
                 infos = await loop.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
-                family, _, _, _, target = infos[0]
-                sock = socket.socket(family, socket.SOCK_STREAM)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                targets = [(int(family), target) for family, _, _, _, target in infos]
             else:
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                target = address
-            sock.setblocking(False)
-            await loop.sock_connect(sock, target)
-        except (OSError, ValueError, AttributeError, IndexError) as exc:  # Windows: no AF_UNIX
-            if sock is not None:
-                sock.close()
+                targets = [(int(socket.AF_UNIX), address)]
+        except (OSError, ValueError, AttributeError) as exc:  # Windows: no AF_UNIX
             log.info("no channel of the panel's own to Neovim (%s): %s", address, exc)
             return None
-        return cls(sock)
+        failure: Exception = OSError("no address")
+        for family, target in targets:  # localhost: ::1 or 127.0.0.1, whichever listens
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                if family != socket.AF_UNIX:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.setblocking(False)
+                await loop.sock_connect(sock, target)
+            except (OSError, ValueError) as exc:
+                sock.close()
+                failure = exc
+                continue
+            return cls(sock)
+        log.info("no channel of the panel's own to Neovim (%s): %s", address, failure)
+        return None
 
     # -- requests --------------------------------------------------------------------------
 
