@@ -118,6 +118,7 @@ class PanelView:
         """Close the session's own connection to Neovim (batches go through the editor)."""
         channel, self._channel = self._channel, None
         if channel is not None:
+            channel.poll()  # the answer to the last batch, usually there but unread
             channel.close()
 
     def push(self, op: dict[str, Any]) -> None:
@@ -333,7 +334,9 @@ class PanelView:
         by the flush of the next batch (which goes on to send it), or watched for
         (what waits is sent from here)."""
         if error is not None:
-            log.error("drawing the agent panel failed: %s", error)
+            # Closed by close(): the answer may have been drawn, just not read yet.
+            closing = self._channel is None
+            (log.info if closing else log.error)("drawing the agent panel failed: %s", error)
         with self._lock:
             self._in_flight = False
             more = bool(self._outbox) or self._state_due
