@@ -360,3 +360,40 @@ def test_a_panel_opened_while_an_answer_streams_shows_its_end_and_follows_it(
     nvim.lua(BURST, win, [[chunk(1, 200 + n)] for n in range(40)])
     shown = wait_for(lambda: at_end(nvim, win), 5, "the new window to follow")
     assert shown[3] > 120 * 5
+
+
+def test_a_window_following_the_stream_still_follows_when_a_block_above_changes(
+    panel: Nvim,
+) -> None:
+    nvim = panel
+    win = nvim.lua(TRANSCRIPT_WIN)
+    tool = ["", "[tool] Read file.txt"]
+    apply(
+        nvim,
+        WORKING,
+        {"op": "block", "id": 1, "lines": tool, "kind": "tool"},
+        {"op": "block", "id": 2, "lines": ["", ""], "kind": "message"},
+        {"op": "append", "id": 2, "text": "The answer", "prefix": ""},
+    )
+    assert at_end(nvim, win)
+
+    def batch(tool: list[str], n: int) -> list[dict[str, Any]]:
+        return [
+            {"op": "block", "id": 1, "lines": tool, "kind": "tool"},
+            {"op": "append", "id": 2, "text": f" more\nline {n}\nand\nmore", "prefix": ""},
+        ]
+
+    # The tool block above gets a line more (its result) in each batch that
+    # makes the answer below grow: Neovim moves the cursor down with the lines
+    # inserted above it, which is not the user moving it.
+    batches = []
+    for n in range(4):
+        tool = [*tool, f"  result {n}"]
+        batches.append(batch(tool, n))
+    nvim.lua(BURST, win, batches)
+    shown = wait_for(lambda: at_end(nvim, win), 5, "the window to show the last line")
+    assert shown[3] == len(lines(nvim)) == 6 + 2 + 4 * 3
+    # Nor when it shrinks (its lines replaced by fewer).
+    nvim.lua(BURST, win, [batch(tool[:-n], 10 + n) for n in range(1, 4)])
+    shown = wait_for(lambda: at_end(nvim, win), 5, "the window to show the last line")
+    assert shown[3] == len(lines(nvim)) == 3 + 2 + 7 * 3

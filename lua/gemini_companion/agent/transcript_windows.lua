@@ -101,12 +101,44 @@ end
 
 local FRAME_NS = 16 * 1000000
 
----@type table<integer, integer> following window -> the row its cursor is on
+--- Each following window has an extmark (its id is the window's) on the row its
+--- cursor was noted on: the mark moves with the lines inserted or deleted above
+--- it, as Neovim moves the cursor, so a block above that grows or shrinks (a
+--- tool block getting its result) is not taken for the user moving the cursor.
+local follow_ns = api.nvim_create_namespace("gemini_companion_agent_follow")
+
+---@type table<integer, true> the windows following the stream
 local follows = {}
 ---@type uv.uv_timer_t?
 local follow_timer = nil
 local follow_due = false
 local last_move = 0
+
+--- The row (1-based) window `win` was noted on, as lines above it moved it.
+---@param b integer
+---@param win integer
+---@return integer?
+local function noted_row(b, win)
+  local pos = api.nvim_buf_get_extmark_by_id(b, follow_ns, win, {})
+  return pos[1] and pos[1] + 1
+end
+
+---@param b integer
+---@param win integer
+---@param row integer
+local function follow(b, win, row)
+  follows[win] = true
+  -- Left gravity: lines written at the mark (the empty last line replaced) go
+  -- after it, as they go after the cursor.
+  api.nvim_buf_set_extmark(b, follow_ns, row - 1, 0, { id = win, right_gravity = false })
+end
+
+---@param b integer
+---@param win integer
+local function unfollow(b, win)
+  follows[win] = nil
+  pcall(api.nvim_buf_del_extmark, b, follow_ns, win)
+end
 
 --- Note which windows follow the stream, before a batch is drawn: those on the
 --- last line (or the one before), and those still where they were last put.
@@ -115,10 +147,13 @@ function M.note_following(b)
   local count = api.nvim_buf_line_count(b)
   for _, win in ipairs(vim.fn.win_findbuf(b)) do
     local row = api.nvim_win_get_cursor(win)[1]
-    if row >= count - 1 or follows[win] == row then
-      follows[win] = row
-    else
-      follows[win] = nil
+    -- Still following (its mark already on the row), or now at the end.
+    if not (follows[win] and noted_row(b, win) == row) then
+      if row >= count - 1 then
+        follow(b, win, row)
+      else
+        unfollow(b, win)
+      end
     end
   end
 end
@@ -137,14 +172,17 @@ local function move_followers(b)
     return
   end
   local count = api.nvim_buf_line_count(b)
-  for win, row in pairs(follows) do
-    if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == b and api.nvim_win_get_cursor(win)[1] == row then
+  for win in pairs(follows) do
+    local row = api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == b and api.nvim_win_get_cursor(win)[1]
+    -- Still on its mark, or on the last lines (put there by lines deleted
+    -- under it, or by the user).
+    if row and (row == noted_row(b, win) or row >= count - 1) then
       if row ~= count then
         pcall(api.nvim_win_set_cursor, win, { count, 0 })
       end
-      follows[win] = count
+      follow(b, win, count)
     else
-      follows[win] = nil
+      unfollow(b, win)
     end
   end
 end
@@ -186,7 +224,7 @@ end
 ---@param b integer
 function M.bottom(b)
   for _, win in ipairs(vim.fn.win_findbuf(b)) do
-    follows[win] = api.nvim_win_get_cursor(win)[1]
+    follow(b, win, api.nvim_win_get_cursor(win)[1])
   end
   move_followers(b)
 end
