@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import threading
 from typing import Any
 
 import pytest
@@ -172,3 +173,160 @@ def test_chunks_drawn_one_by_one_each_go_when_they_come_and_all_are_drawn(nvim: 
 
     shown = asyncio.run(main())
     assert [s.endswith(f"[{i}]") for i, s in enumerate(shown)] == [True] * 20
+
+
+def _wait_for_hang_up(fd: int) -> None:
+    """Until the other end of the socket ``fd`` has closed it (an event, not a delay)."""
+    import select
+
+    poller = select.poll()
+    poller.register(fd, select.POLLRDHUP)
+    assert poller.poll(10_000), "Neovim did not close the channel"
+
+
+def test_a_batch_pushed_as_neovim_closes_the_panels_connection_is_drawn_through_the_editor(
+    nvim: Nvim,
+) -> None:
+    """Neovim closes the panel's own connection while a batch is in flight: the next
+    batch's flush reads the end of it, and that batch goes through the editor, not
+    to the closed connection (where it was lost: never drawn, only an error logged)."""
+    address = nvim.lua("return vim.v.servername")
+    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    editor = Editor()
+
+    async def main() -> None:
+        view = PanelView(editor)  # type: ignore[arg-type]
+        await view.connect(address, host)
+        channel = view._channel
+        assert channel is not None
+        info = await channel.request("nvim_get_api_info", [])
+        view.block(1, ["first"], "message")
+        await asyncio.sleep(0)  # sent; its answer is read when the next batch goes
+        assert view._in_flight and editor.batches == []
+        # Neovim closes that connection (another client asks it to).
+        other = await NvimChannel.connect(address)
+        assert other is not None
+        await other.request("nvim_exec_lua", ["vim.fn.chanclose(...)", [info[0]]])
+        other.close()
+        _wait_for_hang_up(channel._fd)
+        view.block(2, ["second"], "message")
+        await asyncio.wait_for(view.drained(), 10)
+        assert channel.closed
+        view.append(2, " and after")
+        await asyncio.wait_for(view.drained(), 10)
+        view.close()
+
+    asyncio.run(main())
+    assert editor.batches == [
+        [{"op": "block", "id": 2, "lines": ["second"], "kind": "message"}],
+        [{"op": "append", "id": 2, "prefix": "", "text": " and after"}],
+    ]
+
+
+def test_localhost_resolving_first_to_a_family_the_host_lacks_connects_to_the_next(
+    nvim: Nvim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$NVIM`` is localhost:PORT on a host with IPv6 disabled, where localhost still
+    resolves to ::1 first: the socket of that family cannot be made, and 127.0.0.1
+    (where Neovim listens) is tried next, not the channel given up."""
+    import socket
+
+    port = nvim.lua("return vim.fn.serverstart('127.0.0.1:0')").rpartition(":")[2]
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        resolve = loop.getaddrinfo
+
+        async def getaddrinfo(*args: Any, **kwargs: Any) -> Any:
+            infos = await resolve(*args, **kwargs)
+            # A family no kernel has (EAFNOSUPPORT from socket()), resolved first.
+            return [(255, socket.SOCK_STREAM, 0, "", ("::1", int(port), 0, 0)), *infos]
+
+        monkeypatch.setattr(loop, "getaddrinfo", getaddrinfo)
+        channel = await NvimChannel.connect(f"localhost:{port}")
+        assert channel is not None
+        assert await channel.request("nvim_exec_lua", ["return 1 + ...", [41]]) == 42
+        channel.close()
+
+    asyncio.run(main())
+
+
+def test_a_failing_answer_callback_is_logged_and_the_connection_stays_open(
+    nvim: Nvim,
+) -> None:
+    """A callback of an answer that raises is the caller's failure, not the
+    connection's: later requests are answered (it was taken for bytes that are not
+    msgpack-rpc, and the connection closed)."""
+    address = nvim.lua("return vim.v.servername")
+
+    def boom(*_args: Any) -> Any:
+        raise RuntimeError("a callback's own bug")
+
+    async def main() -> None:
+        channel = await NvimChannel.connect(address)
+        assert channel is not None
+        channel.call("nvim_exec_lua", ["return 1", []], boom)
+        assert await channel.request("nvim_exec_lua", ["return 2", []]) == 2
+        assert not channel.closed
+        channel.close()
+
+    asyncio.run(main())
+
+
+def test_a_failing_state_builder_leaves_the_state_out_of_a_batch_not_the_panel_stalled(
+    nvim: Nvim,
+) -> None:
+    """The agent's state failing to build (as the answer to the batch in flight sends
+    the next) is logged and that batch goes without it: the panel goes on drawing
+    over its connection (it stalled, the batch in flight forever)."""
+    address = nvim.lua("return vim.v.servername")
+    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    editor = Editor()
+
+    def boom() -> Any:
+        raise RuntimeError("a state builder's own bug")
+
+    async def main() -> None:
+        view = PanelView(editor)  # type: ignore[arg-type]
+        await view.connect(address, host)
+        view.block(1, ["", ""], "message")
+        await asyncio.sleep(0)  # in flight
+        view.state(boom)
+        view.append(1, "drawn although the state failed")
+        await asyncio.wait_for(view.drained(), 10)
+        assert view._channel is not None and not view._channel.closed
+        view.append(1, ", and on")
+        await asyncio.wait_for(view.drained(), 10)
+        view.close()
+
+    asyncio.run(main())
+    assert editor.batches == []
+    lines = nvim.lua("return require('gemini_companion.agent.transcript').lines()")
+    assert "drawn although the state failed, and on" in lines
+
+
+def test_a_batch_pushed_after_neovims_end_is_gone_unanswered_is_drawn_through_the_editor() -> None:
+    """Neovim's end of the panel's connection goes away without answering the batch
+    in flight (a socket pair plays Neovim): the next batch's flush reads the end of
+    the connection, and that batch goes through the editor (it went to the closed
+    connection and was lost)."""
+    import socket
+
+    editor = Editor()
+    ours, neovims = socket.socketpair()
+
+    async def main() -> None:
+        ours.setblocking(False)
+        view = PanelView(editor)  # type: ignore[arg-type]
+        view._channel = NvimChannel(ours)
+        view._channel_thread = threading.get_ident()
+        view.block(1, ["first"], "message")
+        await asyncio.sleep(0)  # sent, its answer read when the next batch goes
+        assert neovims.recv(65536)
+        neovims.close()
+        view.block(2, ["second"], "message")
+        await asyncio.wait_for(view.drained(), 10)
+        view.close()
+
+    asyncio.run(main())
+    assert editor.batches == [[{"op": "block", "id": 2, "lines": ["second"], "kind": "message"}]]

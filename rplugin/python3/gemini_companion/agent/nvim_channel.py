@@ -80,7 +80,13 @@ class NvimChannel:
             return None
         failure: Exception = OSError("no address")
         for family, target in targets:  # localhost: ::1 or 127.0.0.1, whichever listens
-            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                # Inside the try: a family the host has disabled (IPv6 off, while
+                # localhost still resolves to ::1) fails here, and the next is tried.
+                sock = socket.socket(family, socket.SOCK_STREAM)
+            except (OSError, ValueError) as exc:
+                failure = exc
+                continue
             try:
                 if family != socket.AF_UNIX:
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -96,17 +102,21 @@ class NvimChannel:
 
     # -- requests --------------------------------------------------------------------------
 
-    def call(self, method: str, args: list[Any], answered: Answered) -> None:
-        """Send a request; ``answered`` is called with Neovim's answer once it is read
-        (watched for, or found by :meth:`poll`), or with an error if the connection
-        closes first."""
+    def call(self, method: str, args: list[Any], answered: Answered) -> bool:
+        """Send a request: True, and ``answered`` is called with Neovim's answer once
+        it is read (watched for, or found by :meth:`poll`), or with an error if the
+        connection closes first. False when the channel is closed, or fails as the
+        request is written (none of it sent): ``answered`` is never called, and the
+        caller sends it another way (a panel's batch is never lost to a closed
+        channel)."""
         if self.closed:
-            answered("the panel's channel to Neovim is closed", None)
-            return
+            return False
         request_id = self._next_id
         self._next_id += 1
+        if not self._write(self._pack([0, request_id, method, args])):
+            return False
         self._answered[request_id] = answered
-        self._write(self._pack([0, request_id, method, args]))
+        return True
 
     def request(self, method: str, args: list[Any]) -> asyncio.Future[Any]:
         """Send a request; the future holds Neovim's answer or the error (the socket
@@ -126,7 +136,9 @@ class NvimChannel:
                 future.set_exception(RuntimeError(error))
 
         self._futures += 1
-        self.call(method, args, answered)
+        if not self.call(method, args, answered):
+            answered("the panel's channel to Neovim is closed", None)
+            return future
         self._update_watch()
         return future
 
@@ -152,20 +164,23 @@ class NvimChannel:
         else:
             self._loop.remove_reader(self._fd)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> bool:
+        """Send ``data`` (or queue what the socket does not take): False when the
+        connection failed with none of it sent (it is closed)."""
         if self._out:
             self._out += data
-            return
+            return True
         try:
             sent = self._sock.send(data)
         except (BlockingIOError, InterruptedError):
             sent = 0
         except OSError as exc:
             self._fail(exc)
-            return
+            return False
         if sent < len(data):
             self._out += data[sent:]
             self._loop.add_writer(self._fd, self._writable)
+        return True
 
     def _writable(self) -> None:
         try:
@@ -204,11 +219,15 @@ class NvimChannel:
         if answered is None:
             return
         error, result = message[2], message[3]
-        if error:
-            text = error[1] if isinstance(error, list) and len(error) > 1 else error
-            answered(str(text), None)
-        else:
-            answered(None, result)
+        try:
+            if error:
+                text = error[1] if isinstance(error, list) and len(error) > 1 else error
+                answered(str(text), None)
+            else:
+                answered(None, result)
+        except Exception:
+            # The caller's failure, not the connection's: it stays open for the rest.
+            log.exception("a callback of an answer from Neovim failed")
 
     def _fail(self, exc: BaseException | None) -> None:
         if exc is not None:
@@ -230,4 +249,7 @@ class NvimChannel:
             self._sock.close()
         answered, self._answered = self._answered, {}
         for callback in answered.values():
-            callback("the panel's channel to Neovim closed", None)
+            try:
+                callback("the panel's channel to Neovim closed", None)
+            except Exception:
+                log.exception("a callback of an answer from Neovim failed")

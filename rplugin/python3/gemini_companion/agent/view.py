@@ -297,6 +297,9 @@ class PanelView:
             if self._in_flight:
                 self._watching = True  # its answer sends what waits
                 channel.watch(True)
+            # The poll may have read the channel's end (Neovim closed it): the batch
+            # then goes through the editor.
+            channel = self._channel_here()
         with self._lock:
             self._scheduled = False
             if self._in_flight:
@@ -312,19 +315,26 @@ class PanelView:
             self._wake()
             return
         if due:
-            batch.append({"op": "state", "state": self._valid_state(batch)})
+            try:
+                batch.append({"op": "state", "state": self._valid_state(batch)})
+            except Exception:
+                # The batch still goes (the panel keeps drawing), without the state.
+                log.exception("building the agent's state for the panel failed")
         self._send(batch, channel)
 
     def _send(self, batch: list[dict[str, Any]], channel: NvimChannel | None) -> None:
         """Send ``batch`` over ``channel`` (the session's own, from its loop), or
         through the editor without one."""
         self.batches += 1
-        if channel is not None:
+        # Not sent over a closed channel (or one failing as it is written): through
+        # the editor then, never lost.
+        if channel is not None and channel.call(
+            DRAW, [RECEIVE, ["agent_draw", batch]], self._channel_drawn
+        ):
             self._channel_batch = True
             if self._waiting and not self._watching:
                 self._watching = True  # drained() waits for this answer
                 channel.watch(True)
-            channel.call(DRAW, [RECEIVE, ["agent_draw", batch]], self._channel_drawn)
             return
         self._channel_batch = False
         self._editor.agent_draw(batch).add_done_callback(self._drawn)
