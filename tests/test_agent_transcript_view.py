@@ -397,3 +397,70 @@ def test_a_window_following_the_stream_still_follows_when_a_block_above_changes(
     nvim.lua(BURST, win, [batch(tool[:-n], 10 + n) for n in range(1, 4)])
     shown = wait_for(lambda: at_end(nvim, win), 5, "the window to show the last line")
     assert shown[3] == len(lines(nvim)) == 3 + 2 + 7 * 3
+
+
+# Run an Ex command in a window and report { ok, error, v:errmsg }.
+EX_IN = """
+local win, c = ...
+vim.v.errmsg = ''
+local ok, err = pcall(vim.api.nvim_win_call, win, function() vim.cmd(c) end)
+return { ok, tostring(err or ''), vim.v.errmsg }
+"""
+
+
+# The markdown extmarks on a row (0-based) of the transcript.
+MARKS_ON_ROW = """
+local row = ...
+local b = require('gemini_companion.agent.transcript').buffer()
+local ns = require('gemini_companion.agent.markdown').ns
+return #vim.api.nvim_buf_get_extmarks(b, ns, { row, 0 }, { row, -1 }, {})
+"""
+
+
+@pytest.mark.parametrize("command", ["edit", "edit!"])
+def test_edit_in_the_transcript_window_keeps_the_transcript_and_its_folds(
+    panel: Nvim, command: str
+) -> None:
+    nvim = panel
+    apply(
+        nvim, {"op": "block", "id": 1, "lines": ["▍ You", "hi", "", "▍ Gemini"], "kind": "prompt"}
+    )
+    thought(nvim, 2, ["Reading\nthe files"])
+    message(nvim, 3, "The **answer**")
+    before = lines(nvim)
+    header = before.index("┆ Thought: Planning") + 1
+    win = nvim.lua(TRANSCRIPT_WIN)
+    assert nvim.lua(EX_IN, win, command) == [True, "", ""]
+    assert lines(nvim) == before
+    assert fold(nvim, win, header) == [header, header + 2, 1]
+    # Its markdown too (the answer's bold), and it is still the transcript.
+    assert nvim.lua(MARKS_ON_ROW, len(before) - 1) > 0
+    assert nvim.lua("return vim.bo[vim.api.nvim_win_get_buf(...)].filetype", win) == "gemini_agent"
+    # The blocks are where they were: the answer grows at its end, a new block
+    # goes after it, and the transcript is still read-only.
+    apply(
+        nvim,
+        {"op": "append", "id": 3, "text": " goes on.", "prefix": ""},
+        {"op": "block", "id": 4, "lines": ["", "[Note] done"], "kind": "notice"},
+        IDLE,
+    )
+    assert lines(nvim) == [*before[:-1], "The **answer** goes on.", "", "[Note] done"]
+    assert (
+        nvim.lua("return vim.bo[require('gemini_companion.agent.transcript').buffer()].modifiable")
+        is False
+    )
+
+
+def test_a_new_transcript_buffer_draws_streamed_text_whole(nvim: Nvim) -> None:
+    # The transcript buffer wiped by the user: the next one starts empty, and
+    # text streamed into it is drawn whole (nothing of the old buffer's tail).
+    apply(nvim, {"op": "append", "id": 1, "text": "an answer in the old buffer", "prefix": ""})
+    nvim.lua(
+        "vim.cmd.bwipeout({ require('gemini_companion.agent.transcript').buffer(), bang = true })"
+    )
+    nvim.lua("vim.v.errmsg = ''")
+    apply(nvim, {"op": "block", "id": 1, "lines": ["", ""], "kind": "message"})
+    apply(nvim, {"op": "block", "id": 1, "lines": ["", ""], "kind": "message"})
+    apply(nvim, {"op": "append", "id": 1, "text": "new", "prefix": ""})
+    apply(nvim, {"op": "append", "id": 1, "text": " text", "prefix": ""})
+    assert lines(nvim) == ["", "new text"]

@@ -33,6 +33,11 @@ local shown = {}
 
 local set_provider -- defined below, with the highlighting by block
 local read_only -- defined below, with _apply
+local save, restore -- defined below, after _apply
+
+---@type integer?, integer the buffer's changedtick after the last append, and
+--- the length of its last line then (bytes)
+local tail_tick, tail_len = nil, 0
 
 local NAME = "gemini-agent://transcript"
 
@@ -44,6 +49,7 @@ function M.buffer()
   end
   buf = api.nvim_create_buf(false, true)
   order, blocks, shown = {}, {}, {}
+  tail_tick, tail_len = nil, 0
   api.nvim_buf_set_name(buf, NAME)
   local bo = vim.bo[buf]
   bo.buftype = "nofile"
@@ -64,6 +70,20 @@ function M.buffer()
     buffer = buf,
     callback = function(args)
       read_only(args.buf)
+    end,
+  })
+  -- `:edit` in its window (or `:bunload`) empties the buffer, then reads it
+  -- again: the transcript is drawn again as it was.
+  api.nvim_create_autocmd("BufUnload", {
+    buffer = buf,
+    callback = function(args)
+      save(args.buf)
+    end,
+  })
+  api.nvim_create_autocmd("BufReadCmd", {
+    buffer = buf,
+    callback = function(args)
+      restore(args.buf)
     end,
   })
   require("gemini_companion.agent.markdown").start(buf)
@@ -281,10 +301,6 @@ local function draw_failed(b, op, err)
   end
 end
 
----@type integer?, integer the buffer's changedtick after the last append, and
---- the length of its last line then (bytes)
-local tail_tick, tail_len = nil, 0
-
 ---@param b integer
 ---@param id integer
 ---@param text string
@@ -464,6 +480,54 @@ function M._apply(ops)
       windows.bottom(b)
     end
   end
+end
+
+---@type { lines: string[], starts: integer[] }? the transcript and its blocks'
+--- first rows when Neovim unloaded the buffer, until it reads it again
+local saved = nil
+
+---@param b integer
+function save(b)
+  saved = nil
+  if b ~= buf then
+    return
+  end
+  local starts = {}
+  for i, id in ipairs(order) do
+    starts[i] = api.nvim_buf_get_extmark_by_id(b, ns, blocks[id].mark, {})[1]
+  end
+  saved = { lines = api.nvim_buf_get_lines(b, 0, -1, false), starts = starts }
+end
+
+--- Draw the transcript saved when the buffer was unloaded again, with its
+--- blocks' marks and their markdown (the thoughts' folds: BufWinEnter, next).
+---@param b integer
+function restore(b)
+  local s = saved
+  saved = nil
+  if b ~= buf or not s or #s.starts ~= #order then
+    return
+  end
+  api.nvim_buf_clear_namespace(b, -1, 0, -1)
+  writable(b)
+  api.nvim_buf_set_lines(b, 0, -1, false, s.lines)
+  read_only(b)
+  vim.bo[b].modified = false
+  tail_tick = nil
+  for i, id in ipairs(order) do
+    blocks[id].mark = api.nvim_buf_set_extmark(b, ns, s.starts[i], 0, { id = blocks[id].mark })
+  end
+  local md = require("gemini_companion.agent.markdown")
+  md.reset()
+  require("gemini_companion.agent.markdown_code").reset()
+  for i, id in ipairs(order) do
+    local start, finish = range(b, id)
+    md.update(b, id, blocks[id].kind, start, start, finish, true)
+    if i < #order then
+      md.finish(b, id, start, finish)
+    end
+  end
+  require("gemini_companion.agent.renderers").changed(b)
 end
 
 --- The call id of the oldest confirmation in `pending` whose lines are in the

@@ -42,7 +42,8 @@ end
 ---@param last integer
 ---@param closed boolean?
 local function fold_rows(win, first, last, closed)
-  if vim.wo[win].foldmethod ~= "manual" then
+  last = math.min(last, api.nvim_buf_line_count(api.nvim_win_get_buf(win)))
+  if vim.wo[win].foldmethod ~= "manual" or first > last then
     return
   end
   if closed == nil then
@@ -87,10 +88,14 @@ function M.fold_all(win, rows)
     local view = vim.fn.winsaveview()
     vim.cmd("normal! zE")
     local open = vim.wo[win].foldlevel > 0
+    local count = api.nvim_buf_line_count(api.nvim_win_get_buf(win))
     for _, row in ipairs(rows) do
-      vim.cmd(("%d,%dfold"):format(row[1], row[2]))
-      if open then
-        vim.cmd(("%dfoldopen"):format(row[1]))
+      -- Never past the end (rows of blocks the buffer lost: E16).
+      if row[1] <= count then
+        vim.cmd(("%d,%dfold"):format(row[1], math.min(row[2], count)))
+        if open then
+          vim.cmd(("%dfoldopen"):format(row[1]))
+        end
       end
     end
     vim.fn.winrestview(view)
