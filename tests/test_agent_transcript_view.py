@@ -464,3 +464,15 @@ def test_a_new_transcript_buffer_draws_streamed_text_whole(nvim: Nvim) -> None:
     apply(nvim, {"op": "append", "id": 1, "text": "new", "prefix": ""})
     apply(nvim, {"op": "append", "id": 1, "text": " text", "prefix": ""})
     assert lines(nvim) == ["", "new text"]
+
+
+def test_a_transcript_unloaded_by_the_user_is_drawn_again_with_what_streamed_since(
+    panel: Nvim,
+) -> None:
+    nvim = panel
+    message(nvim, 1, "one\ntwo")
+    nvim.lua("require('gemini_companion.agent.panel').close()")
+    nvim.lua("vim.cmd('bunload! ' .. require('gemini_companion.agent.transcript').buffer())")
+    apply(nvim, {"op": "append", "id": 1, "text": " three", "prefix": ""})
+    nvim.lua("require('gemini_companion.agent.panel').open({ enter = false })")
+    assert lines(nvim) == ["", "one", "two three"]

@@ -45,6 +45,9 @@ local NAME = "gemini-agent://transcript"
 ---@return integer
 function M.buffer()
   if buf and api.nvim_buf_is_valid(buf) then
+    if not api.nvim_buf_is_loaded(buf) then
+      vim.fn.bufload(buf) -- unloaded by the user (`:bunload`): drawn again
+    end
     return buf
   end
   buf = api.nvim_create_buf(false, true)
