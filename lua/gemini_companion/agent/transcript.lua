@@ -304,16 +304,34 @@ local function draw_failed(b, op, err)
   end
 end
 
+--- `text` cut at its newlines (vim.split's work, without its checks and
+--- iterator: it runs for every streamed chunk).
+---@param text string
+---@return string[]
+local function split_lines(text)
+  local pieces, init = {}, 1
+  while true do
+    local nl = text:find("\n", init, true)
+    if not nl then
+      pieces[#pieces + 1] = init == 1 and text or text:sub(init)
+      return pieces
+    end
+    pieces[#pieces + 1] = text:sub(init, nl - 1)
+    init = nl + 1
+  end
+end
+
 ---@param b integer
 ---@param id integer
 ---@param text string
 ---@param prefix string
 ---@return integer first the first row it changed
+---@return integer count the buffer's line count after it
 local function append(b, id, text, prefix)
   if not blocks[id] then
     add_block(b, id, { "", "" })
   end
-  local pieces = vim.split(text, "\n", { plain = true })
+  local pieces = split_lines(text)
   local last = api.nvim_buf_line_count(b) - 1
   local col = tail_len
   if tail_tick ~= api.nvim_buf_get_changedtick(b) then
@@ -333,7 +351,7 @@ local function append(b, id, text, prefix)
     api.nvim_buf_set_lines(b, last, last + 1, false, pieces)
   end
   tail_tick = api.nvim_buf_get_changedtick(b)
-  return last
+  return last, last + #pieces
 end
 
 --- The rows (1-based, inclusive) a thought's fold covers: from its subject to its
@@ -406,15 +424,43 @@ end
 --- setting runs the OptionSet autocommands' patterns).
 ---@param b integer
 local function writable(b)
-  if not vim.bo[b].modifiable then
+  if not api.nvim_get_option_value("modifiable", { buf = b }) then
     vim.bo[b].modifiable = true
   end
 end
 
 ---@param b integer
 function read_only(b)
-  if vim.bo[b].modifiable then
+  if api.nvim_get_option_value("modifiable", { buf = b }) then
     vim.bo[b].modifiable = false
+  end
+end
+
+---@type table? agent/markdown.lua, required on the first op drawn
+local markdown = nil
+
+--- Draw one block or append op (in a pcall: _apply).
+---@param b integer
+---@param op table
+local function draw_op(b, op)
+  local md = markdown or require("gemini_companion.agent.markdown")
+  markdown = md
+  local id = op.id
+  local states = fold_states(b, id)
+  if op.op == "block" then
+    if not blocks[id] then
+      finish_last(b)
+    end
+    draw_block(b, op)
+    local start, finish = range(b, id)
+    md.update(b, id, blocks[id].kind, start, start, finish, true)
+  else
+    local first, count = append(b, id, op.text, op.prefix or "")
+    local block = blocks[id]
+    md.update(b, id, block.kind, api.nvim_buf_get_extmark_by_id(b, ns, block.mark, {})[1], first, count, false)
+  end
+  if blocks[id].kind == "thought" then
+    fold_thought(b, id, states)
   end
 end
 
@@ -433,24 +479,7 @@ function M._apply(ops)
       if not changed then
         writable(b)
       end
-      local ok, err = pcall(function()
-        local md = require("gemini_companion.agent.markdown")
-        local states = fold_states(b, op.id)
-        if op.op == "block" then
-          if not blocks[op.id] then
-            finish_last(b)
-          end
-          draw_block(b, op)
-          local start, finish = range(b, op.id)
-          md.update(b, op.id, blocks[op.id].kind, start, start, finish, true)
-        else
-          local first = append(b, op.id, op.text, op.prefix or "")
-          md.update(b, op.id, blocks[op.id].kind, (range(b, op.id)), first, api.nvim_buf_line_count(b), false)
-        end
-        if blocks[op.id].kind == "thought" then
-          fold_thought(b, op.id, states)
-        end
-      end)
+      local ok, err = pcall(draw_op, b, op)
       if not ok then
         if op.op == "block" then
           draw_failed(b, op, err)
