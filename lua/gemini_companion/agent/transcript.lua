@@ -34,6 +34,9 @@ local shown = {}
 local set_provider -- defined below, with the highlighting by block
 local read_only -- defined below, with _apply
 local save, restore -- defined below, after _apply
+---@type { lines: string[], starts: integer[] }? the transcript and its blocks'
+--- first rows when Neovim unloaded the buffer, until it reads it again
+local saved = nil
 
 ---@type integer?, integer the buffer's changedtick after the last append, and
 --- the length of its last line then (bytes)
@@ -52,7 +55,7 @@ function M.buffer()
   end
   buf = api.nvim_create_buf(false, true)
   order, blocks, shown = {}, {}, {}
-  tail_tick, tail_len = nil, 0
+  tail_tick, tail_len, saved = nil, 0, nil
   api.nvim_buf_set_name(buf, NAME)
   local bo = vim.bo[buf]
   bo.buftype = "nofile"
@@ -513,10 +516,6 @@ function M._apply(ops)
     end
   end
 end
-
----@type { lines: string[], starts: integer[] }? the transcript and its blocks'
---- first rows when Neovim unloaded the buffer, until it reads it again
-local saved = nil
 
 ---@param b integer
 function save(b)
