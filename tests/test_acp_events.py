@@ -296,3 +296,77 @@ def test_a_text_chunk_read_without_the_schemas_models_means_what_they_say_it_mea
         assert UpdateTranslator().text_chunk(*chunk) == by_models
     plain = {"sessionId": SESSION, "update": CHUNK_SHAPES[0]}
     assert plain_text_chunk(plain) == ("agent_message_chunk", "plain")
+
+
+class _Editor:
+    def __init__(self) -> None:
+        self.batches: list[list[dict[str, Any]]] = []
+
+    def publish_state(self, state: Any) -> None:
+        pass
+
+    def notify(self, message: str, level: int = 2) -> None:
+        pass
+
+    def agent_draw(self, ops: list[dict[str, Any]]) -> Any:
+        import concurrent.futures
+
+        self.batches.append(list(ops))
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        future.set_result(None)
+        return future
+
+
+@pytest.mark.parametrize("body", CHUNK_SHAPES)
+@pytest.mark.parametrize("meta", [None, {"k": 1}, "bad"])
+@pytest.mark.parametrize("session_id", [SESSION, "another session"])
+def test_a_chunk_the_transport_takes_draws_what_the_schemas_events_draw(
+    body: dict[str, Any], meta: Any, session_id: str
+) -> None:
+    """The transport's straight path for a plain message chunk (no event built,
+    client_requests.py) leaves the session's transcript, its state and the panel's
+    batches as the schema's events do, after a message under way and after a
+    thought; a chunk for another session changes nothing."""
+    import asyncio
+
+    from gemini_companion.agent.acp.transport import AcpTransport
+    from gemini_companion.agent.session import AgentSession
+    from gemini_companion.agent.transport import TransportContext
+    from gemini_companion.agent.view import PanelView
+
+    params: dict[str, Any] = {"sessionId": session_id, "update": body}
+    if meta is not None:
+        params["_meta"] = meta
+    try:
+        events = UpdateTranslator().translate(
+            schema.SessionNotification.model_validate(params).update
+        )
+    except ValidationError:
+        events = []
+    if session_id != SESSION:
+        events = []
+    options = {"cmd": ["gemini", "--acp"], "env": {}, "startup_timeout": 1, "cancel_timeout": 1}
+
+    async def seen(through_transport: bool) -> Any:
+        editor = _Editor()
+        transport = AcpTransport(
+            TransportContext(workspace="/w", env={}, editor=editor, options=options)  # type: ignore[arg-type]
+        )
+        session = AgentSession(transport, PanelView(editor))  # type: ignore[arg-type]
+        transport._session_id, transport._updates, transport._events = (
+            SESSION,
+            UpdateTranslator(),
+            session,
+        )
+        for before in (MessageChunk("under way "), ThoughtChunk("a thought")):
+            session.emit(before)
+            if through_transport:
+                transport._on_update(params)
+            else:
+                for event in events:
+                    session.emit(event)
+        await session.view.drained()
+        blocks = [(b.kind, b.text) for b in session.transcript.blocks]
+        return blocks, session.info, editor.batches
+
+    assert asyncio.run(seen(True)) == asyncio.run(seen(False))

@@ -112,9 +112,22 @@ class NvimChannel:
         if self.closed:
             return False
         request_id = self._next_id
-        self._next_id += 1
-        if not self._write(self._pack([0, request_id, method, args])):
-            return False
+        self._next_id = request_id + 1
+        data = self._pack([0, request_id, method, args])
+        if self._out:
+            self._out += data
+        else:
+            # _write(), inline: one call less per streamed chunk.
+            try:
+                sent = self._sock.send(data)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError as exc:
+                self._fail(exc)
+                return False  # none of it sent
+            if sent < len(data):
+                self._out += data[sent:]
+                self._loop.add_writer(self._fd, self._writable)
         self._answered[request_id] = answered
         return True
 
@@ -163,24 +176,6 @@ class NvimChannel:
             self._loop.add_reader(self._fd, self._readable)
         else:
             self._loop.remove_reader(self._fd)
-
-    def _write(self, data: bytes) -> bool:
-        """Send ``data`` (or queue what the socket does not take): False when the
-        connection failed with none of it sent (it is closed)."""
-        if self._out:
-            self._out += data
-            return True
-        try:
-            sent = self._sock.send(data)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        except OSError as exc:
-            self._fail(exc)
-            return False
-        if sent < len(data):
-            self._out += data[sent:]
-            self._loop.add_writer(self._fd, self._writable)
-        return True
 
     def _writable(self) -> None:
         try:

@@ -215,6 +215,24 @@ class AgentSession:
         except Exception:  # a bad event must not kill the transport's reader
             log.exception("agent event %r failed", event)
 
+    def message_text(self, text: str) -> None:
+        """More of the agent's answer (a :class:`MessageChunk`'s text, whose event is
+        not built): the bulk of a stream, taken here with no event object and no
+        dispatch on its type (issue 25 item 3). The same as ``emit(MessageChunk(text))``;
+        ``text`` comes from the wire, already valid Unicode (acp/wire.py)."""
+        if self._stopped or not text:
+            return
+        try:
+            blocks = self.transcript.blocks
+            last = blocks[-1] if blocks else None
+            if last is None or last.kind != "message":
+                last = self.transcript.new_block("message")
+                self.view.block(last.id, render.message_start(), "message")
+            last.parts.append(text)
+            self.view.append_valid(last.id, text)
+        except Exception:  # a bad chunk must not kill the transport's reader
+            log.exception("agent message chunk failed")
+
     def _handle(self, event: AgentEvent) -> None:
         if isinstance(event, MessageChunk):
             self._text("message", event.text)

@@ -75,6 +75,7 @@ class PanelView:
         self._lock = threading.Lock()
         self._outbox: list[dict[str, Any]] = []
         self._blocks: dict[int, dict[str, Any]] = {}  # block ops in the outbox, by id
+        self._joined: list[dict[str, Any]] = []  # append ops in the outbox with "parts"
         self._state: Callable[[], Mapping[str, Any]] = dict
         self._state_due = False
         self._in_flight = False
@@ -132,8 +133,7 @@ class PanelView:
                 and last["id"] == op["id"]
                 and last["prefix"] == op["prefix"]
             ):
-                # Joined when the batch goes: ``+=`` would copy the text per chunk.
-                last["parts"].append(op["text"])
+                self._join(last, op["text"])
             elif kind == "state":
                 self._state_due = True  # drawn last in the next batch, built then
             elif kind == "block" and (same := self._blocks.get(op["id"])):
@@ -141,8 +141,6 @@ class PanelView:
                 same["lines"] = op["lines"]
                 same["pending"] = op.get("pending")
             else:
-                if kind == "append":
-                    op["parts"] = [op.pop("text")]
                 self._outbox.append(op)
                 if kind == "block":
                     self._blocks[op["id"]] = op
@@ -179,7 +177,11 @@ class PanelView:
         self.push(op)
 
     def append(self, block_id: int, text: str, prefix: str = "") -> None:
-        text = self._checked(text)
+        self.append_valid(block_id, self._checked(text), prefix)
+
+    def append_valid(self, block_id: int, text: str, prefix: str = "") -> None:
+        """:meth:`append` of text known to be valid Unicode (no lone surrogate: the
+        ACP wire's, acp/wire.py), not checked again."""
         length = self._line.get(block_id, 0)
         size = len(text)
         if length >= 0 and length + size <= MAX_LINE and len(prefix) + size <= MAX_LINE:
@@ -216,10 +218,17 @@ class PanelView:
                 and last["id"] == block_id
                 and last["prefix"] == prefix
             ):
-                last["parts"].append(text)
+                parts = last.get("parts")
+                if parts is None:
+                    self._join(last, text)
+                else:
+                    parts.append(text)
             else:
-                outbox.append({"op": "append", "id": block_id, "prefix": prefix, "parts": [text]})
-            if self._scheduled or (self._in_flight and not self._polled):
+                outbox.append({"op": "append", "id": block_id, "prefix": prefix, "text": text})
+            # Not _polled: a property's call per chunk.
+            if self._scheduled or (
+                self._in_flight and not (self._channel_batch and not self._watching)
+            ):
                 return
             self._scheduled = True
         self._schedule()
@@ -258,14 +267,25 @@ class PanelView:
             batch.append({"op": "notify", "text": _NOT_UNICODE, "level": "warning"})
         return clean
 
+    def _join(self, op: dict[str, Any], text: str) -> None:
+        """Append ``text`` to the append ``op`` in the outbox (under the lock): joined
+        when the batch goes (``+=`` would copy the text per chunk)."""
+        parts = op.get("parts")
+        if parts is None:
+            op["parts"] = [op["text"], text]
+            self._joined.append(op)
+        else:
+            parts.append(text)
+
     def _take(self) -> list[dict[str, Any]]:
         """The outbox as a batch to send (under the lock): appends joined."""
         batch, self._outbox = self._outbox, []
-        self._blocks = {}
-        for op in batch:
-            parts = op.pop("parts", None)
-            if parts is not None:
-                op["text"] = parts[0] if len(parts) == 1 else "".join(parts)
+        if self._blocks:
+            self._blocks = {}
+        if self._joined:
+            for op in self._joined:
+                op["text"] = "".join(op.pop("parts"))
+            self._joined = []
         return batch
 
     @property
@@ -297,9 +317,10 @@ class PanelView:
             if self._in_flight:
                 self._watching = True  # its answer sends what waits
                 channel.watch(True)
-            # The poll may have read the channel's end (Neovim closed it): the batch
-            # then goes through the editor.
-            channel = self._channel_here()
+            if channel.closed:
+                # The poll read the channel's end (Neovim closed it): the batch goes
+                # through the editor.
+                channel = None
         with self._lock:
             self._scheduled = False
             if self._in_flight:

@@ -21,6 +21,9 @@ _TEXT_CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk"})
 _NOTIFICATION_KEYS = frozenset({"sessionId", "update", "_meta"})
 _CHUNK_KEYS = frozenset({"sessionUpdate", "content", "_meta"})
 _TEXT_KEYS = frozenset({"type", "text", "_meta"})
+# How a message chunk that is a mode update starts (events._MODE_UPDATE): it goes
+# the general way, the rest of a stream straight to the session.
+_MODE_UPDATE = "[MODE_UPDATE]"
 
 
 def plain_text_chunk(params: dict[str, Any]) -> tuple[str, str] | None:
@@ -28,16 +31,19 @@ def plain_text_chunk(params: dict[str, Any]) -> tuple[str, str] | None:
     schema takes without a doubt (only its own keys, each of its type); None for
     anything else, which the schema's models validate."""
     update = params.get("update")
-    if type(update) is not dict or not params.keys() <= _NOTIFICATION_KEYS:
+    if type(update) is not dict:
         return None
     kind = update.get("sessionUpdate")
     content = update.get("content")
     if kind not in _TEXT_CHUNKS or type(content) is not dict:
         return None
     text = content.get("text")
+    if type(text) is not str or content.get("type") != "text":
+        return None
+    if len(params) == 2 and len(update) == 2 and len(content) == 2 and "sessionId" in params:
+        return kind, text  # the usual form: only the keys just read, no set built
     if (
-        type(text) is not str
-        or content.get("type") != "text"
+        not params.keys() <= _NOTIFICATION_KEYS
         or not update.keys() <= _CHUNK_KEYS
         or not content.keys() <= _TEXT_KEYS
     ):
@@ -92,6 +98,27 @@ class AcpClientRequests(AcpState):
             raise RequestError(-32603, f"{type(exc).__name__}: {exc}") from None
 
     def _on_update(self, params: Any) -> None:
+        if type(params) is dict and len(params) == 2:
+            # The bulk of a stream, a message chunk of plain text in its usual form
+            # (``sessionId`` and ``update``; ``sessionUpdate`` and ``content``; ``type``
+            # and ``text``: what plain_text_chunk() takes, read once), straight to the
+            # session's transcript and its view: no event built, no dispatch on its
+            # type (issue 25 item 3). A mode update (text_chunk()) goes the general way.
+            update = params.get("update")
+            if (
+                type(update) is dict
+                and len(update) == 2
+                and update.get("sessionUpdate") == "agent_message_chunk"
+                and (content := update.get("content")).__class__ is dict
+                and len(content) == 2
+                and content.get("type") == "text"
+                and (text := content.get("text")).__class__ is str
+                and params.get("sessionId") == self._session_id is not None
+                and not text.startswith(_MODE_UPDATE)
+                and (taker := getattr(self._events, "message_text", None)) is not None
+            ):
+                taker(text)
+                return
         if not isinstance(params, dict) or params.get("sessionId") != self._session_id:
             update = params.get("update") if isinstance(params, dict) else None
             kind = update.get("sessionUpdate") if isinstance(update, dict) else None
