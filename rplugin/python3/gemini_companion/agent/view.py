@@ -307,7 +307,11 @@ class PanelView:
 
     def _flush(self) -> None:
         """On the session's loop: send what waits, with the state when it is due."""
-        channel = self._channel_here()
+        channel = self._channel  # _channel_here(), inline: once per streamed chunk
+        if channel is not None and (
+            channel.closed or threading.get_ident() != self._channel_thread
+        ):
+            channel = None
         if channel is not None and self._in_flight and self._channel_batch:
             self._flushing = True
             try:

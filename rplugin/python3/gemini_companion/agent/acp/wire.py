@@ -77,7 +77,7 @@ def parse_message(line: bytes) -> dict[str, Any] | None:
     if type(message) is not dict or message.get("jsonrpc") != "2.0":
         return None
     mid, method = message.get("id"), message.get("method")
-    if (mid is not None and not isinstance(mid, (int, str))) or isinstance(mid, bool):
+    if mid is not None and (not isinstance(mid, (int, str)) or isinstance(mid, bool)):
         raise RefusedMessageError("a message whose id is not a number or a string")
     if method is not None and type(method) is not str:
         raise RefusedMessageError("a message whose method is not a string", _envelope(message))
