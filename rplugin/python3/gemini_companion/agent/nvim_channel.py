@@ -248,3 +248,23 @@ class NvimChannel:
                 callback("the panel's channel to Neovim closed", None)
             except Exception:
                 log.exception("a callback of an answer from Neovim failed")
+
+
+async def connect_own(address: str, host_pid: int) -> NvimChannel | None:
+    """A channel to the Neovim at ``address`` if that Neovim says its host is the
+    process ``host_pid`` (an address inherited from another Neovim is not this
+    panel's), else None."""
+    from ..nvim_editor import host_pid_request
+
+    channel = await NvimChannel.connect(address)
+    if channel is None:
+        return None
+    try:
+        pid = await asyncio.wait_for(channel.request(*host_pid_request()), 10)
+    except (Exception, asyncio.TimeoutError) as exc:
+        pid = f"unknown ({exc})"
+    if pid != host_pid:
+        log.info("%s is not the Neovim of this host (its host: %s)", address, pid)
+        channel.close()
+        return None
+    return channel

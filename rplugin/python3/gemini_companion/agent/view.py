@@ -29,6 +29,10 @@ Everything sent is valid UTF-8 (lone surrogates an agent sent in JSON become
 U+FFFD, and the user is told once), and no transcript line is longer than
 :data:`MAX_LINE` characters: a huge line is cut with a note, so Neovim's memory
 for the transcript is bounded by what it shows.
+
+Long because :class:`PanelView` is one state machine (the outbox, the batch in
+flight, its answer over the channel or through pynvim's thread), read in one piece;
+what stands alone is out (view_text.py, burst.py, nvim_channel.py).
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import json
 import logging
 import os
 import threading
@@ -45,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..nvim_editor import DRAW, RECEIVE
 from . import burst
-from .view_text import _NOT_UNICODE, CUT, MAX_LINE, _cut, _deep_valid, _valid
+from .view_text import _NOT_UNICODE, CUT, MAX_LINE, _cut, _valid, cut_appended, valid_state
 
 __all__ = ["CUT", "MAX_LINE", "PanelView"]
 
@@ -95,25 +98,13 @@ class PanelView:
     async def connect(self, address: str, host_pid: int | None = None) -> None:
         """Send batches over a connection of the session's own to the Neovim at
         ``address`` (nvim_channel.py), from now on; through the editor without it.
-        Only to the Neovim whose host process is ``host_pid`` (this one's): an
-        address inherited from another Neovim is not this panel's."""
-        from ..nvim_editor import host_pid_request
-        from .nvim_channel import NvimChannel
+        Only to the Neovim whose host process is ``host_pid`` (this one's)."""
+        from .nvim_channel import connect_own
 
-        channel = await NvimChannel.connect(address)
-        if channel is None:
-            return
-        try:
-            pid = await asyncio.wait_for(channel.request(*host_pid_request()), 10)
-        except (Exception, asyncio.TimeoutError) as exc:
-            pid = f"unknown ({exc})"
-        wanted = os.getpid() if host_pid is None else host_pid
-        if pid != wanted:
-            log.info("%s is not the Neovim of this host (its host: %s)", address, pid)
-            channel.close()
-            return
-        self._channel_thread = threading.get_ident()
-        self._channel = channel
+        channel = await connect_own(address, os.getpid() if host_pid is None else host_pid)
+        if channel is not None:
+            self._channel_thread = threading.get_ident()
+            self._channel = channel
 
     def close(self) -> None:
         """Close the session's own connection to Neovim (batches go through the editor)."""
@@ -191,21 +182,7 @@ class PanelView:
             end = text.rfind("\n")
             self._line[block_id] = length + size if end < 0 else len(prefix) + size - end - 1
         else:
-            shown: list[str] = []
-            for i, piece in enumerate(text.split("\n")):
-                if i:
-                    shown.append("\n")
-                    length = len(prefix)
-                if length < 0:
-                    continue  # the rest of a line already cut
-                if length + len(piece) > MAX_LINE:
-                    shown.append(piece[: MAX_LINE - length] + CUT)
-                    length = -1
-                else:
-                    shown.append(piece)
-                    length += len(piece)
-            self._line[block_id] = length
-            text = "".join(shown)
+            text, self._line[block_id] = cut_appended(text, prefix, length)
             if not text:
                 return
         # push()'s append, inline: the one operation of a stream.
@@ -252,20 +229,11 @@ class PanelView:
         self.push({"op": "bottom"})
 
     def _valid_state(self, batch: list[dict[str, Any]]) -> Any:
-        state = self._state()
-        try:
-            # One pass in C finds nothing to clean in the usual case.
-            json.dumps(state, ensure_ascii=False).encode("utf-8")
-            return state
-        except UnicodeEncodeError:
-            pass
-        except (TypeError, ValueError):
-            return state
-        clean, _ = _deep_valid(state)
-        if not self._told_invalid:
+        state, bad = valid_state(self._state())
+        if bad and not self._told_invalid:
             self._told_invalid = True
             batch.append({"op": "notify", "text": _NOT_UNICODE, "level": "warning"})
-        return clean
+        return state
 
     def _join(self, op: dict[str, Any], text: str) -> None:
         """Append ``text`` to the append ``op`` in the outbox (under the lock): joined

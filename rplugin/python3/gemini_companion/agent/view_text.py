@@ -3,6 +3,7 @@ than :data:`MAX_LINE` characters (a longer one is cut with a note)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,3 +48,37 @@ def _deep_valid(value: Any) -> tuple[Any, bool]:
         items = [_deep_valid(v) for v in value]
         return [v for v, _ in items], any(bad for _, bad in items)
     return value, False
+
+
+def cut_appended(text: str, prefix: str, length: int) -> tuple[str, int]:
+    """``text`` appended to a line ``length`` characters long (-1: already cut),
+    its new lines starting with ``prefix``, with every line cut at
+    :data:`MAX_LINE`; and the length of the last line then (-1 if cut)."""
+    shown: list[str] = []
+    for i, piece in enumerate(text.split("\n")):
+        if i:
+            shown.append("\n")
+            length = len(prefix)
+        if length < 0:
+            continue  # the rest of a line already cut
+        if length + len(piece) > MAX_LINE:
+            shown.append(piece[: MAX_LINE - length] + CUT)
+            length = -1
+        else:
+            shown.append(piece)
+            length += len(piece)
+    return "".join(shown), length
+
+
+def valid_state(state: Any) -> tuple[Any, bool]:
+    """``state`` (the agent's state, JSON-like) with every string valid UTF-8, and
+    whether one was not."""
+    try:
+        # One pass in C finds nothing to clean in the usual case.
+        json.dumps(state, ensure_ascii=False).encode("utf-8")
+        return state, False
+    except UnicodeEncodeError:
+        pass
+    except (TypeError, ValueError):
+        return state, False
+    return _deep_valid(state)
