@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from agent_setup import a2a_setup
 from fake_gemini import FakeGemini, fake_gemini
-from harness import Nvim, Sandbox, empty_manifest
+from harness import ROOT, Nvim, Sandbox, empty_manifest
 from ide_client import ensure_interop_packages
 
 
@@ -74,5 +74,26 @@ def agent_nvim(
 ) -> Nvim:
     """A Neovim in ``workspace`` whose panel starts the real A2A server against ``fake``."""
     nvim = nvim_factory(cwd=workspace, setup=a2a_setup(fake, tmp_path / "home"))
+    nvim.wait_running()
+    return nvim
+
+
+SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
+
+
+@pytest.fixture
+def scripted_nvim(nvim_factory: Callable[..., Nvim], tmp_path: Path) -> Nvim:
+    """A Neovim in a fresh folder whose panel drives the real host with the scripted
+    transport (tests/agent_fakes/scripted_transport.py), logging to
+    ``tmp_path / "transport.jsonl"``."""
+    work = tmp_path / "work"
+    work.mkdir()
+    nvim = nvim_factory(
+        cwd=work,
+        env={
+            "GEMINI_COMPANION_TEST_TRANSPORT": SCRIPTED,
+            "SCRIPTED_TRANSPORT_LOG": str(tmp_path / "transport.jsonl"),
+        },
+    )
     nvim.wait_running()
     return nvim

@@ -7,14 +7,8 @@ and false plain text."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
-import pytest
 from agent_setup import wait_agent, wait_transcript
-from harness import ROOT, Nvim, wait_for
-
-SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
+from harness import Nvim, wait_for
 
 # The highlights on a transcript row, as "group:text" (the text the mark covers on
 # that row), from the markdown and the code namespaces.
@@ -73,21 +67,6 @@ end)
 """
 
 
-@pytest.fixture
-def md_nvim(nvim_factory: Callable[..., Nvim], tmp_path: Path) -> Nvim:
-    work = tmp_path / "work"
-    work.mkdir()
-    nvim = nvim_factory(
-        cwd=work,
-        env={
-            "GEMINI_COMPANION_TEST_TRANSPORT": SCRIPTED,
-            "SCRIPTED_TRANSPORT_LOG": str(tmp_path / "transport.jsonl"),
-        },
-    )
-    nvim.wait_running()
-    return nvim
-
-
 def marks(nvim: Nvim, row: int) -> list[str]:
     return list(nvim.lua(MARKS, row))
 
@@ -112,9 +91,9 @@ def lua_parser(nvim: Nvim) -> bool:
 
 
 def test_a_streamed_answer_is_highlighted_as_markdown_with_its_code_fence_in_lua(
-    md_nvim: Nvim,
+    scripted_nvim: Nvim,
 ) -> None:
-    nvim = md_nvim
+    nvim = scripted_nvim
     nvim.api.command("GeminiAgent markdown split")
     text = wait_transcript(nvim, "\nDone.")
     wait_agent(nvim, "idle", lambda s: s["state"] == "idle")
@@ -140,9 +119,9 @@ def test_a_streamed_answer_is_highlighted_as_markdown_with_its_code_fence_in_lua
 
 
 def test_a_1_mb_answer_is_highlighted_as_if_drawn_at_once_and_fences_when_shown(
-    md_nvim: Nvim,
+    scripted_nvim: Nvim,
 ) -> None:
-    nvim = md_nvim
+    nvim = scripted_nvim
     # Batches over 300 lines (a stream faster than Neovim draws coalesces them) are
     # classified 300 lines per turn of the main loop, appends arriving meanwhile.
     nvim.lua("require('gemini_companion.agent.markdown').SLICE = 300")
@@ -171,9 +150,9 @@ def test_a_1_mb_answer_is_highlighted_as_if_drawn_at_once_and_fences_when_shown(
 
 
 def test_agent_markdown_treesitter_uses_neovims_highlighter_with_fences_in_their_language(
-    md_nvim: Nvim,
+    scripted_nvim: Nvim,
 ) -> None:
-    nvim = md_nvim
+    nvim = scripted_nvim
     # As `setup({ agent = { markdown = "treesitter" } })` leaves it, before the panel opens.
     nvim.lua("require('gemini_companion.config').get().agent.markdown = 'treesitter'")
     nvim.api.command("GeminiAgent markdown split")
@@ -208,8 +187,8 @@ def test_agent_markdown_treesitter_uses_neovims_highlighter_with_fences_in_their
     assert marks(nvim, lines.index("## Summary")) == []  # not both highlighters
 
 
-def test_agent_markdown_false_shows_the_transcript_as_plain_text(md_nvim: Nvim) -> None:
-    nvim = md_nvim
+def test_agent_markdown_false_shows_the_transcript_as_plain_text(scripted_nvim: Nvim) -> None:
+    nvim = scripted_nvim
     nvim.lua("require('gemini_companion.config').get().agent.markdown = false")
     nvim.api.command("GeminiAgent markdown split")
     text = wait_transcript(nvim, "\nDone.")
@@ -223,11 +202,11 @@ def test_agent_markdown_false_shows_the_transcript_as_plain_text(md_nvim: Nvim) 
 
 
 def test_the_transcript_is_markdown_for_tree_sitter_whatever_highlights_it(
-    md_nvim: Nvim,
+    scripted_nvim: Nvim,
 ) -> None:
     """Markdown renderers (render-markdown.nvim, markview.nvim) parse the buffer
     themselves: its tree-sitter language stays markdown with the default highlighter."""
-    nvim = md_nvim
+    nvim = scripted_nvim
     nvim.api.command("GeminiAgent markdown split")
     wait_transcript(nvim, "\nDone.")
     found = nvim.lua(

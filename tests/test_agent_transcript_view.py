@@ -7,15 +7,11 @@ the scripted transport (tests/agent_fakes)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_setup import wait_transcript
-from harness import ROOT, Nvim, wait_for
-
-SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
+from harness import Nvim, wait_for
 
 # Apply one batch of ops (a list of tables) as the host does.
 APPLY = "require('gemini_companion.agent.transcript')._apply(...)"
@@ -134,22 +130,6 @@ def test_thoughts_are_folded_in_windows_opened_after_they_were_drawn(panel: Nvim
     thought(nvim, 5, ["four"])
     row = len(lines(nvim)) - 1
     assert [fold(nvim, w, row) for w in (win, split, other)] == [[row, row + 1, 1]] * 3
-
-
-@pytest.fixture
-def scripted_nvim(nvim_factory: Callable[..., Nvim], tmp_path: Path) -> Nvim:
-    """A Neovim whose panel drives the real host with the scripted transport."""
-    work = tmp_path / "work"
-    work.mkdir()
-    nvim = nvim_factory(
-        cwd=work,
-        env={
-            "GEMINI_COMPANION_TEST_TRANSPORT": SCRIPTED,
-            "SCRIPTED_TRANSPORT_LOG": str(tmp_path / "transport.jsonl"),
-        },
-    )
-    nvim.wait_running()
-    return nvim
 
 
 def test_a_thought_from_the_agent_is_folded_when_the_panel_is_reopened(
