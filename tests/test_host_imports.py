@@ -91,6 +91,32 @@ def _at_rest(nvim: Nvim, marks: Path) -> list[str]:
     return _loaded(marks)
 
 
+def a_clients_session(nvim: Nvim) -> None:
+    """A CLI's session on the host's MCP server: initialized, its tools listed."""
+    url = f"http://127.0.0.1:{nvim.state()['port']}/mcp"
+    with httpx2.Client(timeout=30) as http:
+        headers = open_raw_session(http, url, nvim.token())
+        listed = http.post(
+            url,
+            content=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            headers=headers,
+        )
+        assert "openDiff" in listed.text
+
+
+def the_panel_answers_hello(nvim: Nvim) -> None:
+    """``:GeminiAgent hello`` answered by the fake ACP agent in the transcript."""
+    nvim.api.command("GeminiAgent hello")
+    wait_for(
+        lambda: (
+            "echo: hello"
+            in "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
+        ),
+        60,
+        "the fake agent's answer",
+    )
+
+
 @pytest.mark.usefixtures("interop")
 def test_the_host_at_rest_loads_no_server_stack_and_a_cli_connecting_then_is_served(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
@@ -159,28 +185,11 @@ def test_the_host_at_rest_loads_neither_the_sdks_client_nor_the_agent_stack(
         cwd=work, env=env, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}}
     )
     assert _at_rest(nvim, marks) == []
-    state = nvim.state()
     # A client's whole session: the server stack is loaded and has served.
-    url = f"http://127.0.0.1:{state['port']}/mcp"
-    with httpx2.Client(timeout=30) as http:
-        headers = open_raw_session(http, url, nvim.token())
-        listed = http.post(
-            url,
-            content=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-            headers=headers,
-        )
-        assert "openDiff" in listed.text
+    a_clients_session(nvim)
     assert not set(_loaded(marks)) & set(NEVER_FOR_A_CLI)
     # The stand-ins do watch the host: the panel's first use loads its protocol.
-    nvim.api.command("GeminiAgent hello")
-    wait_for(
-        lambda: (
-            "echo: hello"
-            in "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
-        ),
-        60,
-        "the fake agent's answer",
-    )
+    the_panel_answers_hello(nvim)
     assert "acp" in {p.name for p in marks.iterdir()}
     assert "a2a" not in {p.name for p in marks.iterdir()}
 
@@ -204,26 +213,10 @@ def test_a_panel_session_and_a_clients_load_neither_the_acp_schema_nor_uvicorns_
     nvim.wait_running()
     host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
     # A whole panel session: the agent started, a prompt answered.
-    nvim.api.command("GeminiAgent hello")
-    wait_for(
-        lambda: (
-            "echo: hello"
-            in "\n".join(nvim.lua("return require('gemini_companion.agent').transcript()"))
-        ),
-        60,
-        "the fake agent's answer",
-    )
+    the_panel_answers_hello(nvim)
     nvim.wait_state(lambda s: s.get("serving"), 30, "the server stack loaded")
     # A CLI's session on the MCP server.
-    url = f"http://127.0.0.1:{nvim.state()['port']}/mcp"
-    with httpx2.Client(timeout=30) as http:
-        headers = open_raw_session(http, url, nvim.token())
-        listed = http.post(
-            url,
-            content=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-            headers=headers,
-        )
-        assert "openDiff" in listed.text
+    a_clients_session(nvim)
     imported = set((imports / str(host)).read_text().split())
     # The observer does watch the host: what serves both is there.
     assert {"acp.connection", "uvicorn.server", "mcp.server.lowlevel.server"} <= imported
