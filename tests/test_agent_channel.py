@@ -28,11 +28,18 @@ class Editor:
         return future
 
 
+def endpoint(nvim: Nvim) -> tuple[str, int]:
+    """Neovim's RPC address and its host's pid: what the panel's own connection
+    (view.connect) is given."""
+    address = nvim.lua("return vim.v.servername")
+    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    return str(address), int(host)
+
+
 def test_batches_go_over_the_panels_own_connection_then_through_the_editor_once_closed(
     nvim: Nvim,
 ) -> None:
-    address = nvim.lua("return vim.v.servername")
-    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    address, host = endpoint(nvim)
     editor = Editor()
 
     async def main() -> None:
@@ -111,8 +118,7 @@ def test_a_flood_while_neovim_is_busy_joins_one_waiting_batch_and_loses_nothing(
     """Neovim's answers are read only when the next batch is ready (nvim_channel.py):
     while a batch waits to be drawn, every chunk that arrives joins the next one,
     in order, and nothing is lost; Neovim never gets a batch per chunk."""
-    address = nvim.lua("return vim.v.servername")
-    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    address, host = endpoint(nvim)
     editor = Editor()
 
     async def main() -> None:
@@ -142,8 +148,7 @@ def test_a_flood_while_neovim_is_busy_joins_one_waiting_batch_and_loses_nothing(
 def test_chunks_drawn_one_by_one_each_go_when_they_come_and_all_are_drawn(nvim: Nvim) -> None:
     """A steady stream: each chunk arrives after the last is drawn (its answer is not
     watched for, but read when the next one goes): one batch each, none held back."""
-    address = nvim.lua("return vim.v.servername")
-    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    address, host = endpoint(nvim)
 
     last_line = "local l = require('gemini_companion.agent.transcript').lines() return l[#l]"
 
@@ -190,8 +195,7 @@ def test_a_batch_pushed_as_neovim_closes_the_panels_connection_is_drawn_through_
     """Neovim closes the panel's own connection while a batch is in flight: the next
     batch's flush reads the end of it, and that batch goes through the editor, not
     to the closed connection (where it was lost: never drawn, only an error logged)."""
-    address = nvim.lua("return vim.v.servername")
-    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    address, host = endpoint(nvim)
     editor = Editor()
 
     async def main() -> None:
@@ -279,8 +283,7 @@ def test_a_failing_state_builder_leaves_the_state_out_of_a_batch_not_the_panel_s
     """The agent's state failing to build (as the answer to the batch in flight sends
     the next) is logged and that batch goes without it: the panel goes on drawing
     over its connection (it stalled, the batch in flight forever)."""
-    address = nvim.lua("return vim.v.servername")
-    host = nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)")
+    address, host = endpoint(nvim)
     editor = Editor()
 
     def boom() -> Any:
