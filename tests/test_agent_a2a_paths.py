@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from agent_fakes.coder_agent import CoderAgent
-from agent_setup import agent_state, transcript, wait_transcript
+from agent_setup import agent_state, transcript, wait_agent, wait_transcript
 from harness import Nvim, wait_for
 from test_agent_a2a_review import diff_views, fake, nvim  # noqa: F401 (fixtures)
 
@@ -64,7 +64,9 @@ def test_an_edit_of_a_path_opendiff_would_refuse_is_refused_before_anything_show
     assert not agent_state(nvim)["pending"]
     if where == "outside":
         assert target.read_text() == "not for the agent\n"
-    # The next prompt works, and the agent is told why its edit was refused.
+    # The next prompt works once the turn is over (the panel refuses one while it
+    # says "working"), and the agent is told why its edit was refused.
+    wait_agent(nvim, "the turn's end", lambda s: s["state"] == "idle")
     nvim.api.command("GeminiAgent hello")
     wait_for(lambda: transcript(nvim).count("Hello.") == 1, 30, "the next answer")
 

@@ -266,7 +266,10 @@ class AgentSession:
         elif isinstance(event, TurnEnd):
             if self.review is not None:
                 self.review.turn_ended()
-            if self.status in ("working", "starting"):
+            # Not while the prompt's or answer's task still runs (over A2A it writes
+            # the user's version of an edit after the turn's end): a prompt would be
+            # refused as busy while the panel said idle. That task's end sets it.
+            if self.status in ("working", "starting") and not self.busy():
                 self._set_status("idle")
 
     def _text(self, kind: str, text: str) -> None:
