@@ -454,7 +454,8 @@ def test_a_failed_build_ends_with_one_message_with_the_installers_last_lines_and
 
 def _install_blocks(text: str, start: str, end: str) -> list[str]:
     """The code blocks of an install section (Markdown fences or help ``>lua``)."""
-    section = text[text.index(start) : text.index(end)]
+    first = text.index(start)
+    section = text[first : text.index(end, first + len(start))]
     if "```" in section:
         return [b.split("\n", 1)[1] for b in section.split("```")[1::2]]
     blocks = re.findall(r">(?:lua|vim)\n(.*?)\n<", section, re.S)
@@ -462,7 +463,7 @@ def _install_blocks(text: str, start: str, end: str) -> list[str]:
 
 
 def test_install_specs_in_readme_and_help_agree_and_name_the_build_that_runs() -> None:
-    readme = _install_blocks((ROOT / "README.md").read_text(), "## Install", "**The Python host.**")
+    readme = _install_blocks((ROOT / "README.md").read_text(), "## Install", "\n## ")
     help_ = _install_blocks(
         (ROOT / "doc" / "gemini-companion.txt").read_text(),
         "*gemini-companion-install*",
@@ -485,7 +486,7 @@ def test_packer_and_vim_plug_build_hooks_as_written_build_without_plugin_files(
     install: the plugin on 'runtimepath' and only its Vim files sourced (so not
     plugin/gemini_companion.lua). The build completes."""
     readme = "\n".join(
-        _install_blocks((ROOT / "README.md").read_text(), "## Install", "**The Python host.**")
+        _install_blocks((ROOT / "README.md").read_text(), "## Install", "\n## ")
     )
     if manager == "packer":
         hook = re.search(r"run = (function\(\).*? end),", readme)

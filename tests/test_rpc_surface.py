@@ -6,7 +6,8 @@ one-way or answered), ``__init__.py`` (its ``rpc_export`` handlers), ``editor.py
 (the ``Editor`` protocol: one-way methods return None, answered ones a future),
 ``nvim_editor.py`` (which message each method sends, by ``_send`` or
 ``_request``), ``early.py`` (the state it sends before pynvim loads) and the
-README's table. Each side is read from its source, as a reader would."""
+list in doc/gemini-companion-development.txt. Each side is read from its
+source, as a reader would."""
 
 from __future__ import annotations
 
@@ -251,19 +252,20 @@ def test_every_answer_names_a_message_of_the_other_direction(
             assert (message["answer"], "notify") in declared_surface(declared, other), message
 
 
-def test_the_readmes_table_lists_the_declared_messages(declared: list[dict[str, Any]]) -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### The two RPC surfaces", 1)[1].split("\n#", 1)[0]
+def test_the_helps_list_of_messages_is_the_declared_one(declared: list[dict[str, Any]]) -> None:
+    doc = (ROOT / "doc" / "gemini-companion-development.txt").read_text()
+    section = doc.split("*gemini-companion-dev-rpc*", 1)[1].split("\n===", 1)[0]
     found: set[tuple[str, str, str]] = set()
-    for row in re.findall(r"^\| (Lua → Python|Python → Lua) \| (.*?) \| (.*?) \|", section, re.M):
-        to = "python" if row[0] == "Lua → Python" else "lua"
-        kind = "request" if row[2].startswith("answered") else "notify"
-        for name in re.findall(r"`(\w+)`", row[1]):
-            found.add((name, to, kind))
+    # An entry: its direction and names (maybe on more lines), then its kind.
+    entry = r"^(Lua → Python|Python → Lua)  (.*?)\n {14}(one-way|answered)"
+    for direction, names, kind in re.findall(entry, section, re.M | re.S):
+        to = "python" if direction == "Lua → Python" else "lua"
+        for name in re.findall(r"`(\w+)`", names):
+            found.add((name, to, "request" if kind == "answered" else "notify"))
     want = {(m["name"], m["to"], m["kind"]) for m in declared}
     assert found == want, (
-        f"README.md's table of the two RPC surfaces lists {sorted(found - want)} not so"
-        f" declared and misses {sorted(want - found)} (lua/gemini_companion/rpc.lua)"
+        f"doc/gemini-companion-development.txt's list of messages has {sorted(found - want)}"
+        f" not so declared and misses {sorted(want - found)} (lua/gemini_companion/rpc.lua)"
     )
 
 
