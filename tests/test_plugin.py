@@ -485,9 +485,7 @@ def test_packer_and_vim_plug_build_hooks_as_written_build_without_plugin_files(
     """The hook from the README's spec, run as packer/vim-plug run it after an
     install: the plugin on 'runtimepath' and only its Vim files sourced (so not
     plugin/gemini_companion.lua). The build completes."""
-    readme = "\n".join(
-        _install_blocks((ROOT / "README.md").read_text(), "## Install", "\n## ")
-    )
+    readme = "\n".join(_install_blocks((ROOT / "README.md").read_text(), "## Install", "\n## "))
     if manager == "packer":
         hook = re.search(r"run = (function\(\).*? end),", readme)
         assert hook, readme
