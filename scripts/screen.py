@@ -11,7 +11,11 @@ another completed ``@file``. A UI is attached through pynvim from the start
 highlight attributes, is written as an SVG: one ``<text>`` per run of cells alike, in the colours of
 Neovim's default colour scheme, in a monospace font.
 
-Run: .venv/bin/python scripts/screen.py [out.svg]
+With ``--diff``, IDE mode's diff tab instead (doc/diff-tab.svg): calc.lua open,
+and a proposal adding a function, sent by an MCP client's ``openDiff`` as the
+Gemini CLI sends it.
+
+Run: .venv/bin/python scripts/screen.py [--diff] [out.svg]
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_model import gemini_home, text, write_responses  # noqa: E402
 from harness import INTEROP, Nvim, Sandbox, empty_manifest, wait_for  # noqa: E402
+from mcp_client import mcp_client  # noqa: E402
 
 GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 COLUMNS, LINES = 100, 30
+# The diff tab: two windows wide enough for the winbar's keys, the diff in full.
+DIFF_COLUMNS, DIFF_LINES = 120, 18
 WAIT = 120
 
 CALC = """local M = {}
@@ -156,14 +163,14 @@ def colour(value: int) -> str:
     return f"#{value:06x}"
 
 
-def svg(screen: Screen) -> str:
+def svg(screen: Screen, title: str = "The agent panel of gemini-companion.nvim") -> str:
     cw, ch, size = 8.4, 18, 14
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{screen.width * cw:.0f}"'
         f' height="{screen.height * ch}" viewBox="0 0 {screen.width * cw:.1f} {screen.height * ch}"'
         f' font-family="DejaVu Sans Mono, Menlo, Consolas, Liberation Mono, monospace"'
         f' font-size="{size}" xml:space="preserve">',
-        f"<title>The agent panel of gemini-companion.nvim, {screen.width}x{screen.height}</title>",
+        f"<title>{escape(title)}, {screen.width}x{screen.height}</title>",
         f'<rect width="100%" height="100%" fill="{colour(screen.bg)}"/>',
     ]
     texts: list[str] = []
@@ -274,15 +281,52 @@ def capture(root: Path) -> Screen:
         nvim.close()
 
 
+# The proposal the diff tab shows: calc.lua with a second function.
+PROPOSAL = CALC.replace(
+    "\nreturn M\n",
+    "\n--- The difference of two numbers.\nfunction M.sub(a, b)\n  return a - b\nend\n\nreturn M\n",
+)
+
+
+def capture_diff(root: Path) -> Screen:
+    """IDE mode's diff tab, opened by an MCP client's ``openDiff`` as the Gemini CLI
+    sends it (the real CLI needs a model to propose an edit; the tab is the same)."""
+    work = root / "project"
+    work.mkdir(parents=True)
+    (work / "calc.lua").write_text(CALC)
+    nvim = Nvim(
+        Sandbox.create(root / "nvim", empty_manifest(root / "manifest" / "rplugin.vim")),
+        cwd=work,
+        extra_init=f"vim.o.columns = {DIFF_COLUMNS}; vim.o.lines = {DIFF_LINES}",
+    )
+    try:
+        state = nvim.wait_running()
+        nvim.api.ui_attach(DIFF_COLUMNS, DIFF_LINES, rgb=True, ext_linegrid=True)
+        nvim.api.command("edit calc.lua")
+        with mcp_client(state["port"], nvim.token()) as conn:
+            conn.call_tool("openDiff", {"filePath": str(work / "calc.lua"), "newContent": PROPOSAL})
+            wait_for(lambda: nvim.lua("return vim.fn.tabpagenr('$')") == 2, WAIT, "the diff tab")
+            return read_screen(nvim)
+    finally:
+        nvim.close()
+
+
 def main() -> None:
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "doc" / "agent-panel.svg"
+    diff = "--diff" in sys.argv[1:]
+    args = [a for a in sys.argv[1:] if a != "--diff"]
+    default = "diff-tab.svg" if diff else "agent-panel.svg"
+    out = Path(args[0]) if args else ROOT / "doc" / default
     # A fixed folder: the path the transcript shows is the same on every run.
     root = Path(tempfile.gettempdir()) / "gemini-screen"
     shutil.rmtree(root, ignore_errors=True)
     try:
-        screen = capture(root)
+        screen = capture_diff(root) if diff else capture(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    if diff:
+        out.write_text(svg(screen, "A diff tab of gemini-companion.nvim"))
+        print(f"{out}: {screen.width}x{screen.height}, {len(screen.attrs)} highlight attributes")
+        return
     out.write_text(svg(screen))
     print(
         f"{out}: {screen.width}x{screen.height}, {len(screen.attrs)} highlight attributes;"
