@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from agent_fakes.coder_agent import CoderAgent, coder_agent
-from agent_setup import transcript, wait_agent, wait_transcript
+from agent_setup import transcript
 from harness import Nvim, wait_for
 
 FAKE_ACP = Path(__file__).parent / "agent_fakes" / "acp_agent.py"
@@ -122,12 +122,25 @@ def submit(nvim: Nvim, text: str) -> None:
     )
 
 
+def wait_answered(nvim: Nvim, answer: str, answers_before: int) -> None:
+    """The agent's ``answer`` drawn once more than ``answers_before`` times, and the
+    panel idle after it (an "idle" seen before the answer may be the last turn's)."""
+    wait_for(
+        lambda: (
+            transcript(nvim).count(answer) > answers_before
+            and nvim.lua("return require('gemini_companion.agent').state().state") == "idle"
+        ),
+        30,
+        f"{answer!r} and the turn's end",
+    )
+
+
 def a2a_turn(nvim: Nvim, agent: CoderAgent, text: str) -> list[str]:
     """Send ``text``; the parts the agent received for it, once answered."""
-    before = len(agent.prompts)
+    before, answers = len(agent.prompts), transcript(nvim).count("Hello.")
     submit(nvim, text)
     wait_for(lambda: len(agent.prompts) > before, 30, f"the agent to receive {text!r}")
-    wait_agent(nvim, "the turn's end", lambda s: s["state"] == "idle")
+    wait_answered(nvim, "Hello.", answers)
     return agent.prompts[before]
 
 
@@ -170,14 +183,22 @@ def test_lines_of_a_link_to_a_key_outside_are_not_sent_unless_confirmed(
     assert asked(nvim) == [f"@{key} is outside the workspace: attach it?"]
     wait_for(lambda: prompt_text(nvim) == ["explain @link.md#L1-1"], 30, "the text back")
     submit(nvim, "hello")
+    wait_answered(nvim, "Hello." if protocol == "a2a" else "echo: hello", 0)
     if protocol == "a2a":
-        wait_for(lambda: fake[1].prompts, 30, "the next prompt")
         received = json.dumps(fake[1].prompts)
     else:
-        wait_transcript(nvim, "echo: hello")
         received = "\n".join(acp_prompts(tmp_path))
     assert "hello" in received
     assert "PRIVATE KEY" not in received
+    # Lines a file does not have: one line, nothing sent, the text back.
+    (workspace / "two.py").write_text("one\ntwo\n")
+    nvim.lua("_G.told = {}; vim.notify = function(msg) table.insert(_G.told, msg) end")
+    submit(nvim, "explain @two.py#L9-10")
+    told = wait_for(lambda: nvim.lua("return _G.told"), 30, "the message")
+    assert told == [
+        f"'{workspace / 'two.py'}' has no line 9: nothing sent (your text is back in the prompt)"
+    ]
+    wait_for(lambda: prompt_text(nvim) == ["explain @two.py#L9-10"], 30, "the text back")
 
 
 def test_files_named_outside_the_workspace_are_asked_about_each_by_its_real_path(
