@@ -307,3 +307,30 @@ def test_at_completion_sees_a_file_the_moment_it_exists(a2a: Nvim, workspace: Pa
     assert words("@fresh") == []
     (workspace / "fresh.py").write_text("new\n")
     assert words("@fresh") == ["@fresh.py"]
+
+
+def test_a_folder_of_diff_allowed_dirs_needs_no_question_and_others_still_do(
+    nvim_factory: Callable[..., Nvim], fake: tuple[str, CoderAgent], workspace: Path, tmp_path: Path
+) -> None:
+    url, agent = fake
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "notes.txt").write_text("shared notes\n")
+    (tmp_path / "outside.txt").write_text("outside the workspace\n")
+    setup = {
+        "agent": {"protocol": "a2a", "a2a": {"url": url}},
+        "diff": {"allowed_dirs": [str(shared)]},
+    }
+    nvim = nvim_factory(cwd=workspace, setup=setup)
+    nvim.wait_running()
+    answer_select(nvim, {})
+    submit(nvim, "compare @../shared/notes.txt and @../outside.txt")
+    wait_for(lambda: asked(nvim), 30, "the question")
+    assert asked(nvim) == [f"@{tmp_path / 'outside.txt'} is outside the workspace: attach it?"]
+    wait_for(lambda: prompt_text(nvim)[0].startswith("compare"), 30, "the text back")
+    parts = a2a_turn(nvim, agent, "read @../shared/notes.txt")
+    assert parts == [
+        "read @../shared/notes.txt",
+        f"Content from @{shared / 'notes.txt'}:\nshared notes\n",
+    ]
+    assert len(asked(nvim)) == 1
