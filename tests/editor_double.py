@@ -63,6 +63,9 @@ class RecordingEditor:
     def orphan_diff(self, diff_id: int) -> None:
         self._record("orphan", diff_id)
 
+    def attach_refused(self, request: Mapping[str, Any], outside: list[str], reason: str) -> None:
+        self._record("attach_refused", dict(request), list(outside), reason)
+
     # -- answered ----------------------------------------------------------------------
 
     def open_diff(self, spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:

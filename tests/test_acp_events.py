@@ -213,9 +213,12 @@ def test_references_become_resource_links_or_embedded_lines() -> None:
     blocks = prompt_blocks(prompt, embedded_context=True)
     assert blocks[0] == {"type": "text", "text": "explain"}
     assert blocks[1] == {"type": "resource_link", "uri": "file:///w/a.py", "name": "a.py"}
-    assert blocks[2]["type"] == "resource"
-    assert blocks[2]["resource"]["uri"] == "file:///w/b.py#L3-5"
-    assert blocks[2]["resource"]["text"] == "x = 1\ny = 2\nz = 3\n"
+    # The CLI joins text blocks and a resource's "@uri" as they come: a separator
+    # keeps the user's last word apart from the attachment (issue 32).
+    assert blocks[2] == {"type": "text", "text": "\n"}
+    assert blocks[3]["type"] == "resource"
+    assert blocks[3]["resource"]["uri"] == "file:///w/b.py#L3-5"
+    assert blocks[3]["resource"]["text"] == "x = 1\ny = 2\nz = 3\n"
     without = prompt_blocks(prompt, embedded_context=False)
     assert without[2] == {
         "type": "text",

@@ -438,8 +438,9 @@ def test_the_agents_reads_are_refused_off_regular_files_and_outside_the_workspac
     fake_agent: Agent,
 ) -> None:
     """``fs/read_text_file`` follows openDiff's policy: a FIFO is refused at once, as
-    is a file outside the workspace that is not open in Neovim (a link to /dev/zero
-    included); a loaded buffer is served with its unsaved text."""
+    is a file outside the workspace (a link to /dev/zero included), open in Neovim
+    or not (issue 29 item 6b); a loaded buffer inside is served with its unsaved
+    text."""
     nvim, work = fake_agent.nvim, fake_agent.work
     fifo = work / "pipe"
     os.mkfifo(fifo)
@@ -473,9 +474,16 @@ def test_the_agents_reads_are_refused_off_regular_files_and_outside_the_workspac
     assert "outside the workspace folders" in refused
     assert "diff.allowed_dirs" in refused
 
+    # Loaded in Neovim, with unsaved text: still outside, still refused.
     nvim.api.command(f"edit {outside}")
     nvim.api.command("normal! ggccunsaved outside")
-    assert read(outside) == "read: unsaved outside"
+    refused = read(outside)
+    assert "outside the workspace folders" in refused and "unsaved" not in refused
+    inside = work / "inside.txt"
+    inside.write_text("saved inside\n")
+    nvim.api.command(f"edit {inside}")
+    nvim.api.command("normal! ggccunsaved inside")
+    assert read(inside) == "read: unsaved inside"
     # A missing file the policy allows reads as empty: the real gemini --acp 0.61.0
     # cannot take any client error as "not found" (tests/test_agent_acp_new_files.py).
     assert read(work / "missing").rstrip() == "read:"

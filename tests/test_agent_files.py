@@ -260,3 +260,28 @@ def test_writes_to_a_fifo_or_outside_the_workspace_are_refused(
     assert outside.read_text() == "kept\n"
     asyncio.run(files.write(str(work / "new.txt"), "inside\n"))
     assert (work / "new.txt").read_text() == "inside\n"
+
+
+def test_a_loaded_buffer_outside_the_workspace_is_not_read_for_the_agent(
+    editor_nvim: Nvim, tmp_path: Path
+) -> None:
+    """Issue 29 item 6b: a file the user opened is no consent to the agent reading it:
+    outside the policy's folders a loaded buffer is refused as a file on disk is,
+    links resolved; inside, its unsaved text is served."""
+    work = tmp_path / "work"
+    work.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("on disk\n")
+    (work / "link.txt").symlink_to(secret)
+    editor_nvim.api.command(f"edit {secret}")
+    editor_nvim.api.command("normal! ggccunsaved secret")
+    files, _ = files_for(editor_nvim, work)
+    for path in (secret, work / "link.txt"):
+        with pytest.raises(FileAccessError, match="outside the workspace folders") as info:
+            asyncio.run(files.read(str(path)))
+        assert "diff.allowed_dirs" in str(info.value)
+    inside = work / "inside.txt"
+    inside.write_text("on disk\n")
+    editor_nvim.api.command(f"edit {inside}")
+    editor_nvim.api.command("normal! ggccunsaved inside")
+    assert asyncio.run(files.read(str(inside))) == "unsaved inside\n"

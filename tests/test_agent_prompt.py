@@ -227,6 +227,10 @@ def test_a_range_the_selection_and_the_diagnostics_are_embedded(
     send_from_insert(nvim, "what about #selection and #diagnostics")
     sent = wait_request(fake, "lint says no")
     assert "def add(a, b):\n    return a + b" in sent
+    # The user's words and each attachment stay apart (issue 32: 0.61.0 joins the
+    # text and the resources' "@uri" as they come).
+    assert "#diagnostics@" not in sent and "what about #selection and #diagnostics\n" in sent
+    assert "#L1-2@file" not in sent, sent
     wait_transcript(nvim, "Selection seen.")
 
 

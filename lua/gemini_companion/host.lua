@@ -342,6 +342,11 @@ local handlers = {
   buffer_apply = function(path, tick, edits, options)
     return require("gemini_companion.agent.files").apply(path, tick, edits, options)
   end,
+  -- one-way: a prompt was not sent: it attaches files outside the workspace (ask,
+  -- then send it again), or an attachment cannot be sent (agent/attach.py)
+  agent_attach_refused = function(request, outside, reason)
+    require("gemini_companion.agent.prompt")._attach_refused(request, outside, reason)
+  end,
 }
 
 --- A request of the agent panel (lua/gemini_companion/agent) to the agent session

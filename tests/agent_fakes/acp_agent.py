@@ -12,6 +12,9 @@ The prompt's text says what to do:
 - ``stream COUNT SIZE INTERVAL_MS``: COUNT chunks of about SIZE characters, each
   starting ``<t=NANOSECONDS>`` (CLOCK_MONOTONIC, as Neovim's ``vim.uv.hrtime()``);
 - anything else: the answer ``echo: <text>``.
+
+With ``FAKE_ACP_PROMPTS`` set to a file, each prompt's content blocks are appended
+to it as one JSON line (what the agent received, attachments included).
 """
 
 from __future__ import annotations
@@ -47,6 +50,14 @@ def _write_chunk(session_id: str, text: str) -> None:
             select.select([], [1], [])
 
 
+def _append(path: str, line: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
 class FakeAgent:
     def __init__(self) -> None:
         self._client: Any = None
@@ -71,6 +82,10 @@ class FakeAgent:
         await self._client.session_update(session_id, update_agent_message(text_block(text)))
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> Any:
+        log = os.environ.get("FAKE_ACP_PROMPTS")
+        if log:
+            blocks = [p.model_dump(mode="json", exclude_none=True) for p in prompt]
+            _append(log, json.dumps(blocks) + "\n")
         words = " ".join(getattr(p, "text", "") for p in prompt).split()
         command = words[0] if words else ""
         if command == "garbage":

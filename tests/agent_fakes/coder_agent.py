@@ -88,6 +88,7 @@ class CoderAgent(AgentExecutor):
         self.fifo: set[str] = set()  # calls whose file becomes a FIFO once allowed
         self.reported: list[tuple[str, str]] = []  # (call id, status) sent after an answer
         self.swap = threading.Event()  # set by the test: send the changed call
+        self.prompts: list[list[str]] = []  # the text parts of each prompt received
 
     async def _status(
         self,
@@ -121,6 +122,7 @@ class CoderAgent(AgentExecutor):
             if part.HasField("data"):
                 await self._answered(context, event_queue, json_format.MessageToDict(part)["data"])
                 return
+        self.prompts.append([p.text for p in message.parts if p.text])
         # The user's words are the last line of the prompt's text: the plugin's notes to
         # the agent ("... your proposed edit of <path> ...") come before them.
         prompt = next((p.text for p in message.parts if p.text), "")

@@ -5,19 +5,24 @@ local M = {}
 
 local api = vim.api
 
--- How many workspace files are listed at most, and how long a listing is reused.
+-- How many workspace files are listed at most; how long completion waits for a
+-- listing (then the last one is used); how recent a listing started must be to be
+-- used (one started by completion's first call, or on entering the prompt, just
+-- before): no listing is kept for later, so a file is listed the moment it exists.
 local MAX_FILES = 20000
-local FILES_TTL = 10
+local BUDGET_MS = 500
+local FRESH_MS = 300
 
----@type { cwd: string, files: string[], at: number }?
-local cache = nil
----@type { cwd: string, job: vim.SystemObj }?
+---@type { cwd: string, files: string[] }? the last listing, for a listing too slow
+local last = nil
+---@type { cwd: string, job: vim.SystemObj, started: integer }?
 local listing = nil
 
 ---@param cwd string
 ---@return string[]
 local function walk(cwd)
   local out = {}
+  local deadline = vim.uv.now() + BUDGET_MS
   for name, kind in
     vim.fs.dir(cwd, {
       depth = 12,
@@ -29,7 +34,7 @@ local function walk(cwd)
   do
     if kind == "file" and not vim.fs.basename(name):match("^%.") then
       out[#out + 1] = name
-      if #out >= MAX_FILES then
+      if #out >= MAX_FILES or (#out % 256 == 0 and vim.uv.now() > deadline) then
         break
       end
     end
@@ -37,57 +42,47 @@ local function walk(cwd)
   return out
 end
 
----@param cwd string
----@return vim.SystemObj?
-local function start_listing(cwd)
+--- Start listing the workspace's files in the background, unless a listing of it
+--- started just now (completion's first call and the prompt's InsertEnter call it).
+function M.prefetch()
+  local cwd = vim.fn.getcwd()
+  vim.uv.update_time()
+  if listing and listing.cwd == cwd and vim.uv.now() - listing.started < FRESH_MS then
+    return
+  end
+  if listing then
+    pcall(listing.job.kill, listing.job, "sigterm")
+  end
   local ok, job = pcall(
     vim.system,
     { "git", "ls-files", "--cached", "--others", "--exclude-standard" },
     { cwd = cwd, text = true }
   )
-  return ok and job or nil
+  listing = ok and { cwd = cwd, job = job, started = vim.uv.now() } or nil
 end
 
---- Start listing the workspace's files in the background (on entering the prompt),
---- so completion finds them ready.
-function M.prefetch()
-  local cwd = vim.fn.getcwd()
-  if cache and cache.cwd == cwd and vim.uv.now() / 1000 - cache.at < FILES_TTL then
-    return
-  end
-  if listing and listing.cwd == cwd then
-    return
-  end
-  local job = start_listing(cwd)
-  listing = job and { cwd = cwd, job = job } or nil
-end
-
---- The workspace's files relative to the current directory: `git ls-files` (what
---- git ignores is left out), else a walk of the folder; at most MAX_FILES. Waits
---- at most half a second for a listing still running.
+--- The workspace's files relative to the current directory, as they are now: `git
+--- ls-files` (what git ignores is left out), else a walk of the folder; at most
+--- MAX_FILES. Waits at most BUDGET_MS for the listing, then takes the last one.
 ---@return string[]
 function M.files()
   local cwd = vim.fn.getcwd()
-  if cache and cache.cwd == cwd and vim.uv.now() / 1000 - cache.at < FILES_TTL then
-    return cache.files
-  end
-  if not (listing and listing.cwd == cwd) then
-    local job = start_listing(cwd)
-    listing = job and { cwd = cwd, job = job } or nil
-  end
+  M.prefetch()
   local files
   if listing then
-    local ok, result = pcall(listing.job.wait, listing.job, 500)
+    local ok, result = pcall(listing.job.wait, listing.job, BUDGET_MS)
     listing = nil
     if ok and result.code == 0 then
       files = vim.split(result.stdout or "", "\n", { trimempty = true })
+    elseif ok and result.code == 124 and last and last.cwd == cwd then
+      files = last.files -- too slow this time: the last listing
     end
   end
   files = files or walk(cwd)
   if #files > MAX_FILES then
     files = vim.list_slice(files, 1, MAX_FILES)
   end
-  cache = { cwd = cwd, files = files, at = vim.uv.now() / 1000 }
+  last = { cwd = cwd, files = files }
   return files
 end
 
@@ -180,6 +175,9 @@ function M.omnifunc(findstart, base)
     local start = before:find("[@#][^%s@#]*$")
     if not start or (start > 1 and not before:sub(start - 1, start - 1):match("%s")) then
       return -3
+    end
+    if before:sub(start, start) == "@" then
+      M.prefetch() -- listed while Neovim asks for the words
     end
     return start - 1
   end

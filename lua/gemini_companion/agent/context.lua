@@ -1,8 +1,11 @@
 --- What the prompt attaches: `@path` (a workspace file or an open buffer,
 --- `@path#L3-9` for lines) and `#buffer`, `#selection`, `#diagnostics` (the
 --- buffer you came from), turned into the references sent with the prompt
---- (`M.references`), which the Python side sends as ACP resource links or
---- embedded resources, or as A2A text parts. Completion is complete.lua's.
+--- (`M.references`), which the Python side checks and reads (agent/attach.py:
+--- links resolved, regular files only, the workspace policy, a path outside it
+--- only once the user confirms it) and sends as ACP resource links or embedded
+--- resources, or as A2A text parts. Buffers are found by exact name (files.lua);
+--- nothing here reads a file. Completion is complete.lua's.
 local M = {}
 
 local api = vim.api
@@ -80,38 +83,31 @@ end
 ---@field text? string the text sent with the prompt (unsaved text, lines, diagnostics)
 ---@field kind? "file"|"diagnostics"
 
---- The loaded buffer of `path`, if any.
+--- The loaded buffer of `path`, if any: by exact full name (or the same real file),
+--- never `vim.fn.bufnr()`'s pattern match (`a.py` is not `a.py.orig`).
 ---@param path string absolute
 ---@return integer?
 local function buffer_of(path)
-  local buf = vim.fn.bufnr(path)
-  if buf > 0 and api.nvim_buf_is_loaded(buf) then
-    return buf
-  end
-  return nil
+  return require("gemini_companion.agent.files").buffer(path)
 end
 
---- `path`'s lines `first`..`last` (a buffer's when it is loaded, else the file's).
+--- A reference to lines `first`..`last` of `path`: a loaded buffer's lines go with
+--- it; a file's are read by the Python side (agent/attach.py: the one reader, which
+--- resolves links, reads regular files only, off the loop, within the workspace).
 ---@param path string
 ---@param first integer
 ---@param last integer
----@return string? text, string? err
-local function lines_of(path, first, last)
+---@return gemini_companion.AgentReference? ref, string? err
+local function lines_reference(path, first, last)
   local buf = buffer_of(path)
-  local lines
-  if buf then
-    lines = api.nvim_buf_get_lines(buf, first - 1, last, false)
-  else
-    local ok, all = pcall(vim.fn.readfile, path, "", last)
-    if not ok then
-      return nil, "cannot read " .. relative(path)
-    end
-    lines = vim.list_slice(all, first, last)
+  if not buf then
+    return { path = path, start_line = first, end_line = last }
   end
+  local lines = api.nvim_buf_get_lines(buf, first - 1, last, false)
   if #lines == 0 then
     return nil, ("%s has no line %d"):format(relative(path), first)
   end
-  return table.concat(lines, "\n")
+  return { path = path, start_line = first, end_line = last, text = table.concat(lines, "\n") }
 end
 
 --- A reference to a whole file: its buffer's text when it has unsaved changes (the
@@ -211,11 +207,7 @@ local function mention_reference(token)
     if b < a then
       a, b = b, a
     end
-    local text, err = lines_of(path, a, b)
-    if not text then
-      return nil, err
-    end
-    return { path = path, start_line = a, end_line = b, text = text }
+    return lines_reference(path, a, b)
   end
   return file_reference(path)
 end
@@ -232,7 +224,14 @@ function M.references(text)
     if token:sub(1, 1) == "#" then
       local name = token:sub(2):gsub("[%.,;:!?%)]+$", "")
       if M.WORDS[name] then
-        ref, err = context_reference(name)
+        local ok, result, why = pcall(context_reference, name)
+        if ok then
+          ref, err = result, why
+        else
+          -- A source that fails (a broken vim.diagnostic, ...): one line, no trace.
+          local first = vim.split(tostring(result), "\n", { plain = true })[1]
+          err = ("#%s cannot be attached: %s"):format(name, first)
+        end
       end
     else
       ref, err = mention_reference(token:sub(2))

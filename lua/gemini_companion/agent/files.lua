@@ -6,10 +6,12 @@ local M = {}
 
 local api = vim.api
 
---- The loaded, file-backed buffer showing `path` (by name, else by resolved path).
----@param path string
+--- The loaded, file-backed buffer showing `path`: its full name equal to `path`, or
+--- the same real file. Never `vim.fn.bufnr(path)`, a pattern match that takes
+--- `a.py.orig` for `a.py` and `d.tsx` for `[id].tsx`.
+---@param path string absolute
 ---@return integer?
-local function buffer_of(path)
+function M.buffer(path)
   local real = vim.uv.fs_realpath(path)
   for _, buf in ipairs(api.nvim_list_bufs()) do
     if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
@@ -45,7 +47,7 @@ end
 ---@param path string
 ---@return gemini_companion.agent.BufferText?
 function M.read(path)
-  local buf = buffer_of(path)
+  local buf = M.buffer(path)
   return buf and snapshot(buf) or nil
 end
 
@@ -62,7 +64,7 @@ end
 ---@param opts { eol: boolean, fileformat: string }
 ---@return { ok: boolean, reason?: "unloaded"|"changed"|"error", error?: string }
 function M.apply(path, tick, edits, opts)
-  local buf = buffer_of(path)
+  local buf = M.buffer(path)
   if not buf then
     return { ok = false, reason = "unloaded" }
   end

@@ -55,6 +55,59 @@ function M.submit(text, opts)
   return true
 end
 
+--- Put `text` back in the prompt buffer, unless the user typed something since.
+---@param text string
+local function give_back(text)
+  local buf = require("gemini_companion.agent.panel").prompt_buffer()
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  if #lines <= 1 and (lines[1] or "") == "" then
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+  end
+end
+
+--- The Python side did not send the prompt `request` (agent/attach.py, through
+--- host.lua): it attaches files `outside` the workspace, each asked about here by
+--- its real path (all confirmed: the same request goes again, with them confirmed
+--- for this prompt only); or an attachment cannot be sent (`reason`). Refused or
+--- declined, nothing is sent and the text is back in the prompt.
+---@param request { text: string, references?: table[], confirmed?: string[] }
+---@param outside string[] real paths
+---@param reason string "" when only `outside` needs an answer
+function M._attach_refused(request, outside, reason)
+  local messages = require("gemini_companion.agent.messages")
+  local function not_sent(why, level)
+    give_back(request.text)
+    messages.post(why .. ": nothing sent (your text is back in the prompt)", level)
+  end
+  if reason ~= "" or #outside == 0 then
+    not_sent(reason ~= "" and reason or "cannot attach the context", vim.log.levels.ERROR)
+    return
+  end
+  local confirmed = vim.list_extend({}, request.confirmed or {})
+  local function ask(i)
+    if i > #outside then
+      request.confirmed = confirmed
+      require("gemini_companion.agent.connection").request("prompt", request)
+      return
+    end
+    local path = outside[i]
+    vim.ui.select({ "Attach it to this prompt", "Do not send the prompt" }, {
+      prompt = ("@%s is outside the workspace: attach it?"):format(path),
+      kind = "gemini_companion_attach",
+    }, function(_, choice)
+      if choice == 1 then
+        confirmed[#confirmed + 1] = path
+        ask(i + 1)
+      else
+        not_sent(("@%s is outside the workspace"):format(path), vim.log.levels.WARN)
+      end
+    end)
+  end
+  vim.schedule(function() -- out of the RPC message: the default select waits for keys
+    ask(1)
+  end)
+end
+
 --- Split "/memory add some text" into the longest known command name and its
 --- arguments ("memory add", "some text").
 ---@param text string without the "/"

@@ -45,6 +45,13 @@ class Editor(Protocol):
         """Run a Neovim tool (``lua/gemini_companion/tools/init.lua``); the answer comes back
         as ``Companion.tool_result(call_id, ok, value)``."""
 
+    def attach_refused(self, request: Mapping[str, Any], outside: list[str], reason: str) -> None:
+        """The agent panel's prompt ``request`` was not sent: it attaches the files
+        ``outside`` the workspace (real paths) the user has not confirmed for it
+        (the panel asks, then sends ``request`` again with them ``confirmed``), or
+        an attachment cannot be sent for ``reason``
+        (``lua/gemini_companion/agent/prompt.lua`` ``_attach_refused``)."""
+
     # -- answered ----------------------------------------------------------------------
 
     def open_diff(self, spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:

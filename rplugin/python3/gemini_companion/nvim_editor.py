@@ -118,6 +118,9 @@ class NvimEditor:
     def run_tool(self, call_id: int, name: str, arguments: Mapping[str, Any]) -> None:
         self._send("tool_run", call_id, name, dict(arguments))
 
+    def attach_refused(self, request: Mapping[str, Any], outside: list[str], reason: str) -> None:
+        self._send("agent_attach_refused", dict(request), list(outside), reason)
+
     # -- answered ----------------------------------------------------------------------
 
     def open_diff(self, spec: Mapping[str, Any]) -> concurrent.futures.Future[Any]:

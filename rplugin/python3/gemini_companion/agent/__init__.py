@@ -14,6 +14,9 @@ Layout (one direction of imports, top to bottom):
 - ``model.py``: the events a transport emits and the transcript's data.
 - ``files.py`` and ``merge.py``: the agent's file reads and writes through
   Neovim's buffers, under the path policy (``gemini_companion/paths.py``).
+- ``attach.py``: what a prompt attaches, checked (links resolved, the path
+  policy, the user's consent outside it) and read before anything is sent;
+  ``reader.py``: the one reader of files on disk it and files.py share.
 - ``child.py``: an agent's child process, for both protocols (its own process
   group, ended with Neovim, stopped with one policy, its output in the log).
 - ``mcp_servers.py``: the MCP servers handed to the agent (Neovim's tools), in

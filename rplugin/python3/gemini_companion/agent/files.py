@@ -8,14 +8,14 @@ not touch the same lines (merge.py), and a write that would clobber them is
 refused with an error the agent and the user both read. Files not loaded in
 Neovim are read and written on disk.
 
-The same path policy as IDE mode's ``openDiff`` holds (paths.py): a path with a
-control character is refused; a file not loaded in Neovim is reached only under
-the workspace folders, the agent's workspace and ``diff.allowed_dirs``
-(:class:`~gemini_companion.paths.PathPolicy`); on disk only regular files are read or
-written, links resolved (a FIFO would hold a worker thread for ever, ``/dev/zero``
-never ends), and a read stops at :data:`MAX_READ_BYTES`. The policy is checked on
-the open descriptor, the file used through that same descriptor (paths.py's
-``open_within``/``create_within``): a link swapped after a look cannot lead out.
+The path policy (paths.py): a path with a control character is refused; a file is
+read only under the workspace folders, the agent's workspace and
+``diff.allowed_dirs``, links resolved, loaded in Neovim or not (an open buffer is
+no consent to the agent reading it); one not loaded is written only there too.
+On disk only regular files are read or written, a read stops at
+:data:`MAX_READ_BYTES` (reader.py, the reader of a prompt's attachments too), and
+the policy is checked on the open descriptor the file is used through
+(``open_within``/``create_within``): a link swapped after a look cannot lead out.
 
 A file that does not exist, where the policy allows it, reads as empty text.
 Gemini CLI 0.61.0's ``write_file`` reads the file through ``fs/read_text_file``
@@ -68,6 +68,7 @@ from ..paths import (
 )
 from ..text import from_buffer, to_buffer
 from .merge import MergeConflictError, hunks, merge
+from .reader import TooLargeError, read_text
 
 log = logging.getLogger(__name__)
 
@@ -188,16 +189,22 @@ class EditorFiles:
         raw = await asyncio.wrap_future(self._editor.read_buffer(path))
         return BufferState.from_lua(raw) if isinstance(raw, Mapping) else None
 
-    def _check_reach(self, path: str) -> None:
-        """A file not loaded in Neovim: refused outside the policy's folders (looked
-        at here for the message; the descriptor is checked again as it is used)."""
+    def _check_reach(self, path: str, *, reading: bool = False) -> None:
+        """Refused outside the policy's folders, links resolved (looked at here for
+        the message; on disk the descriptor is checked again as it is used)."""
         policy = self._policy()
         if policy is not None and not policy.allows(path):
-            self._refuse_outside(path)
+            self._refuse_outside(path, reading=reading)
 
-    def _refuse_outside(self, path: str) -> NoReturn:
+    def _refuse_outside(self, path: str, *, reading: bool = False) -> NoReturn:
         policy = self._policy()
         roots = ", ".join(policy.roots) if policy is not None else "none"
+        if reading:
+            raise FileAccessError(
+                f"{shown(path)} is outside the workspace folders ({roots}): refused, open"
+                " in Neovim or not. Add its folder to the diff.allowed_dirs option to let"
+                " the agent read it, or attach it to a prompt with @."
+            )
         raise FileAccessError(
             f"{shown(path)} is outside the workspace folders ({roots}) and not open in"
             " Neovim: refused. Open the file in Neovim first, or add its folder to the"
@@ -229,6 +236,7 @@ class EditorFiles:
 
     async def read(self, path: str, line: int | None = None, limit: int | None = None) -> str:
         _check_path(path)
+        self._check_reach(path, reading=True)  # a loaded buffer too (issue 29, 6b)
         buffer = await self._buffer(path)
         if buffer is not None:
             text = buffer.text
@@ -236,7 +244,6 @@ class EditorFiles:
                 raise FileAccessError(_too_large(path))
             self._bases.put(path, buffer.tick, text)
         else:
-            self._check_reach(path)
             self._bases.forget(path)
             try:
                 text = await asyncio.to_thread(_read_disk, path, self._policy())
@@ -248,7 +255,7 @@ class EditorFiles:
             except IsADirectoryError:
                 raise FileAccessError(f"{shown(path)} is a directory") from None
             except OutsidePolicyError:
-                self._refuse_outside(path)
+                self._refuse_outside(path, reading=True)
             except OSError as exc:
                 raise FileAccessError(f"cannot read {shown(path)}: {exc.strerror or exc}") from None
         return select_lines(text, line, limit)
@@ -355,14 +362,11 @@ def _too_large(path: str) -> str:
 
 def _read_disk(path: str, policy: PathPolicy | None) -> str:
     try:
-        fd = open_within(path, os.O_RDONLY, policy)
+        return read_text(path, policy, MAX_READ_BYTES)
     except NotRegularFileError as exc:
         raise FileAccessError(f"{exc}: only regular files are read") from None
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(MAX_READ_BYTES + 1)  # a file growing meanwhile is bounded too
-    if len(data) > MAX_READ_BYTES:
-        raise FileAccessError(_too_large(path))
-    return data.decode("utf-8", errors="replace")
+    except TooLargeError:
+        raise FileAccessError(_too_large(path)) from None
 
 
 def _write_disk(path: str, content: str, policy: PathPolicy | None) -> None:

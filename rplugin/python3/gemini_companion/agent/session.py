@@ -25,7 +25,7 @@ import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
-from . import render
+from . import attach, render
 from .model import (
     REJECT_KINDS,
     AgentEvent,
@@ -448,14 +448,30 @@ class AgentSession:
     async def _prompt_request(self, args: Mapping[str, Any]) -> None:
         text = _str(args, "text")
         assert text is not None
-        await self.prompt(Prompt(text, _references(args.get("references"))))
+        refs = _references(args.get("references"))
+        self._refuse_if_busy()
+        if refs:  # checked and read by attach.py; outside the workspace: the user asked
+            confirmed = [str(p) for p in args.get("confirmed") or ()]
+            context = self.transport.context
+            try:
+                refs = await attach.prepare(refs, context.paths(), confirmed)
+            except attach.ConsentNeededError as exc:
+                context.editor.attach_refused(dict(args), list(exc.paths), "")
+                return
+            except attach.AttachError as exc:
+                context.editor.attach_refused(dict(args), [], str(exc))
+                return
+        await self.prompt(Prompt(text, refs))
 
-    async def prompt(self, prompt: Prompt) -> None:
+    def _refuse_if_busy(self) -> None:
         if self.busy() or self.status == "waiting":
             raise BadRequestError(
                 "the agent is still busy with the last prompt: wait, answer it, or cancel it"
                 " (:GeminiAgentCancel); your text is in the prompt history"
             )
+
+    async def prompt(self, prompt: Prompt) -> None:
+        self._refuse_if_busy()
         first = not self.transcript.blocks
         block = self.transcript.new_block("prompt", text=prompt.text)
         mentions = [ref.label() for ref in prompt.references]

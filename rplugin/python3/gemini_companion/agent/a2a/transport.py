@@ -35,14 +35,18 @@ import logging
 import secrets
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..attach import AttachError, embedded_text
 from ..model import Notice, Prompt, Reference, SessionUpdate, StatusChange
 from ..transport import EventSink, TransportError, plugin_version
 from . import devtool
 from .commands import A2ACommands
 from .server import LocalServer
 from .state import TERMINAL_STATES
+
+if TYPE_CHECKING:
+    from ...paths import PathPolicy
 
 log = logging.getLogger(__name__)
 
@@ -310,7 +314,7 @@ class A2ATransport(A2ACommands):
         # is a text part of its own, holding what it attaches.
         parts: list[Any] = [text]
         for ref in prompt.references:
-            parts.append(await asyncio.to_thread(_reference_part, ref))
+            parts.append(await asyncio.to_thread(_reference_part, ref, self.context.paths()))
         if self.state in TERMINAL_STATES:
             self.task_id = ""  # a finished task takes no more messages: a new one, same context
         await self._send(parts)
@@ -352,22 +356,18 @@ class A2ATransport(A2ACommands):
             log.info("cancel_task: %s", exc)
 
 
-# A file attached with @ is sent whole up to this size; a larger one by its name.
-_MAX_ATTACHED = 256 * 1024
-
-
-def _reference_part(ref: Reference) -> str:
-    """The text part of one reference: what it attaches, under its name."""
+def _reference_part(ref: Reference, policy: PathPolicy | None) -> str:
+    """The text part of one reference: what it attaches, under its name. A whole
+    file is read by the reader every attachment goes through (attach.py): regular
+    files only, within the policy, up to its size cap."""
     text = ref.text
     if text is None and ref.start_line is None:
         try:
-            with open(ref.path, "rb") as f:
-                data = f.read(_MAX_ATTACHED + 1)
-        except OSError as exc:
-            return f"{ref.mention()} (cannot be read: {exc.strerror})"
-        if len(data) > _MAX_ATTACHED or b"\0" in data[:8192]:
+            text = embedded_text(ref.path, policy)
+        except AttachError as exc:
+            return f"{ref.mention()} ({exc})"
+        if text is None:
             return f"{ref.mention()} (too large or binary to attach: read it yourself)"
-        text = data.decode("utf-8", errors="replace")
     if text is None:
         return ref.mention()
     return f"Content from {ref.mention()}:\n{text}"

@@ -196,6 +196,10 @@ def prompt_blocks(prompt: Prompt, *, embedded_context: bool) -> list[dict[str, A
     blocks: list[dict[str, Any]] = [{"type": "text", "text": prompt.text}]
     for ref in prompt.references:
         if ref.text is not None and embedded_context:
+            # 0.61.0 joins the text blocks with the resource's "@uri" as they come:
+            # without a separator the user's last word and the attachment run together
+            # ("#selection@file:///...").
+            blocks.append({"type": "text", "text": "\n"})
             blocks.append(
                 {
                     "type": "resource",
@@ -205,7 +209,7 @@ def prompt_blocks(prompt: Prompt, *, embedded_context: bool) -> list[dict[str, A
         elif ref.text is not None:
             blocks.append({"type": "text", "text": f"\nContent from {ref.mention()}:\n{ref.text}"})
         elif ref.start_line is not None:
-            blocks.append({"type": "text", "text": ref.mention()})
+            blocks.append({"type": "text", "text": "\n" + ref.mention()})
         else:
             blocks.append(
                 {"type": "resource_link", "uri": ref.uri(), "name": os.path.basename(ref.path)}
