@@ -143,6 +143,7 @@ class AgentService:
 
     def _create(self, options: AgentOptions) -> None:
         from ..nvim_editor import NvimEditor
+        from .consent import refused
         from .review import DiffReview
         from .session import AgentSession
         from .view import PanelView
@@ -167,8 +168,13 @@ class AgentService:
         def expecting() -> bool:
             return bool(holder) and holder[0].status in ("working", "waiting")
 
+        def refusal(call_id: str, option: str | None) -> str | None:
+            block = holder[0].transcript.tool_blocks.get(call_id) if holder else None
+            conf = block.call.confirmation if block is not None and block.call else None
+            return None if conf is None else refused(conf, option)
+
         self._review = DiffReview(
-            self._editor, answered, context.paths, self._ide_notify, expecting
+            self._editor, answered, context.paths, self._ide_notify, expecting, refusal=refusal
         )
         view = PanelView(self._editor)
         address = os.environ.get("NVIM")
