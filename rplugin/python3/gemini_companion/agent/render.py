@@ -165,6 +165,12 @@ def tool_lines(call: ToolCall) -> list[str]:
     if call.confirmation is not None and call.status == "pending":
         status = "waiting for you"
     title = f": {call.title}" if call.title and call.title != call.name else ""
+    if call.confirmation is not None and call.status == "pending":
+        # The request's own lines show the title whole: a huge one is named here.
+        title = "\n".join(
+            f"{line[:PIECE]}… (in full below)" if len(line) > PIECE else line
+            for line in title.split("\n")
+        )
     lines = ["", *_lines("[tool] ", f"{call.name}{title}", "  ", f" ({status})")]
     if call.locations:
         lines.extend(_lines("  at ", ", ".join(call.locations), "  "))
