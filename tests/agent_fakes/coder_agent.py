@@ -7,13 +7,13 @@ a card without the development-tool extension, kebab-case kinds under
 Prompts: ``edit <path>`` asks to write ``<path>`` (an ``edit`` confirmation);
 ``swap <path> <other>`` asks the same, then, once :attr:`CoderAgent.swap` is set,
 sends the same tool call again naming ``<other>``; ``disguise <path> <other>``
-asks to write ``<path>`` with a tool call whose arguments name ``<other>``; ``fifo <path>`` asks to write
-``<path>`` and, once allowed, puts a FIFO there before it reports success. An
-allowed edit is written (the proposal, at the call's latest path) and reported
-``success``; a cancelled one is reported ``cancelled``. ``garble`` answers text
-holding a lone surrogate escape (``"\ud800"``, which a2a-sdk's own server cannot
-send: :func:`_garble` puts it in the bytes) and bytes that are not UTF-8. Each
-turn ends ``input-required``.
+asks to write ``<path>`` with a tool call whose arguments name ``<other>``;
+``fifo <path>`` asks to write ``<path>`` and, once allowed, puts a FIFO there
+before it reports success. An allowed edit is written (the proposal, at the
+call's latest path) and reported ``success``; a cancelled one is reported
+``cancelled``. ``garble`` answers text holding a lone surrogate escape
+(``"\ud800"``, which a2a-sdk's own server cannot send: :func:`_garble` puts it
+in the bytes) and bytes that are not UTF-8. Each turn ends ``input-required``.
 """
 
 from __future__ import annotations
