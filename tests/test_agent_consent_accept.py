@@ -195,6 +195,10 @@ def test_a_command_disguised_by_its_title_is_shown_as_what_runs(
     [pending] = agent.wait_pending()
     assert pending["command"] == "rm -rf ~"
     assert "$ rm -rf ~" in agent.wait_transcript("options:")
+    agent.nvim.api.command("GeminiReject")
+    wait_message(agent.nvim, 'rejecting "ls" ($ rm -rf ~)')
+    [answer] = agent.wait_answers("session/request_permission", 1)
+    assert outcome(answer) == {"outcome": "selected", "optionId": "cancel"}
 
 
 @pytest.mark.parametrize(

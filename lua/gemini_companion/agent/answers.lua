@@ -110,6 +110,14 @@ local function widens(pending, option)
   return chosen ~= nil and always(chosen)
 end
 
+--- The first line of `text`, at most 60 characters.
+---@param text string
+---@return string
+local function short(text)
+  local line = tostring(text):match("^[^\n]*")
+  return vim.fn.strchars(line) > 60 and (vim.fn.strcharpart(line, 0, 59) .. "…") or line
+end
+
 ---@param action "answer"|"reject"
 ---@param option? string
 ---@param call_id? string
@@ -140,11 +148,13 @@ local function answer_pending(action, option, call_id)
   end
   if pending and (not call_id or (action == "answer" and widens(pending, option))) then
     call_id = pending.id
-    local title = tostring(pending.title or call_id):match("^[^\n]*")
-    if vim.fn.strchars(title) > 60 then
-      title = vim.fn.strcharpart(title, 0, 59) .. "…"
-    end
+    local title = short(pending.title or call_id)
     local suffix = action == "answer" and accepting(pending, option) or (option and (" (" .. option .. ")") or "")
+    local command = pending.command
+    if command and not tostring(pending.title):find(command, 1, true) then
+      -- Named as it runs too: its title says something else (agent/disclose.py).
+      suffix = (" ($ %s)%s"):format(short(command), suffix)
+    end
     notify(("%s %q%s"):format(action == "answer" and "accepting" or "rejecting", title, suffix))
   end
   if action == "answer" and package.loaded["gemini_companion.diff"] then
