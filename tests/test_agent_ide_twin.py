@@ -34,7 +34,7 @@ def views_of(agent: Hostile, session: str | None) -> list[dict[str, Any]]:
     return [v for v in agent.views() if (v.get("session") == "agent") == (session == "agent")]
 
 
-def test_an_opendiff_from_another_ide_client_is_its_own_diff_not_the_agents_edit(
+def test_an_opendiff_from_another_ide_client_is_never_taken_for_the_agents_edit(
     hostile: Callable[..., Hostile],  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -45,24 +45,36 @@ def test_an_opendiff_from_another_ide_client_is_its_own_diff_not_the_agents_edit
     agent = hostile([[edit_request(target, old="all:\n", new=proposal), say("after")]])
     agent.prompt()
     agent.wait_pending()
-    wait_for(lambda: views_of(agent, "agent"), WAIT, "the agent's diff tab")
-    client = IdeClientProcess(agent.nvim.job_env(), agent.work)
+    [review] = wait_for(lambda: views_of(agent, "agent"), WAIT, "the agent's diff tab")
+    nvim = agent.nvim
+    nvim.api.buffers[review["proposal"]][:] = ["all:", "\t# the user's version"]
+    client = IdeClientProcess(nvim.job_env(), agent.work)
     try:
         assert client.connect()["status"] == "connected"
-        # Another client asks for the very same edit: a diff of its own opens.
+        # Another client asks for the very same edit while the user reviews it: it is
+        # refused, and the review stays as the user left it.
         client.send(cmd="openDiff", filePath=str(target), newContent=proposal, id=1)
-        [own] = wait_for(lambda: views_of(agent, None), WAIT, "the other client's diff tab")
-        assert own["file_path"] == str(target)
-        # The user accepts the agent's edit: the agent is answered...
-        nvim = agent.nvim
-        nvim.lua("require('gemini_companion.agent').accept()")
+        refused = client.expect("diff", lambda e: e["id"] == 1)
+        assert "reviewing an edit of this file" in refused.get("error", ""), refused
+        assert [v["id"] for v in agent.views()] == [review["id"]]
+        assert nvim.api.buffers[review["proposal"]][:] == ["all:", "\t# the user's version"]
+        # The user accepts in the review: the agent is answered.
+        nvim.lua("require('gemini_companion.diff').accept(...)", review["id"])
         [answer] = agent.wait_answers("session/request_permission", 1)
         assert outcome(answer) == {"outcome": "selected", "optionId": "proceed_once"}
         agent.wait_idle()
-        # ...and the other client is not: its diff waits for its own answer.
-        assert [v["id"] for v in agent.views()] == [own["id"]]
-        nvim.lua("require('gemini_companion.diff').reject(...)", own["id"])
-        result = client.expect("diff", lambda e: e["id"] == 1)["result"]
-        assert result["status"] == "rejected", result
     finally:
         client.close()
+    # Once the review is over, another client's diff of that file is its own,
+    # answered by its own answer. (A fresh client: the driver's IdeClient ends on
+    # the refusal above, an unhandled rejection in Node.)
+    other = IdeClientProcess(nvim.job_env(), agent.work)
+    try:
+        assert other.connect()["status"] == "connected"
+        other.send(cmd="openDiff", filePath=str(target), newContent=proposal, id=2)
+        [own] = wait_for(lambda: views_of(agent, None), WAIT, "the other client's diff tab")
+        nvim.lua("require('gemini_companion.diff').reject(...)", own["id"])
+        result = other.expect("diff", lambda e: e["id"] == 2)["result"]
+        assert result["status"] == "rejected", result
+    finally:
+        other.close()

@@ -240,15 +240,14 @@ class ServerRun:
         server = self.tools_server()
         return [McpServer.http(server.name, server.url, server.headers)] if server else []
 
-    async def _agent_claims(self, session_id: str, file_path: str, new_content: str) -> bool:
-        """An ``openDiff`` that is the agent panel's own edit asked again over IDE
-        mode (agent/review.py): the panel's review answers it; no second view. Only
-        one from the agent's own IDE connection (agent_ide.py): another client's
-        diff is its own, whatever it names."""
+    async def _agent_claims(self, session_id: str, file_path: str, new_content: str) -> bool | str:
+        """An ``openDiff`` the agent panel answers, or refuses (agent/service.py): only
+        one from the agent's own IDE connection (agent_ide.py) is its edit's twin."""
         agent = self.agent
-        if agent is None or not self.agent_ide.owns(session_id):
+        if agent is None:
             return False
-        return await agent.claim_ide_diff(session_id, file_path, new_content)
+        own = self.agent_ide.owns(session_id)
+        return await agent.claim_ide_diff(session_id, file_path, new_content, own=own)
 
     async def diff_accepted(
         self, diff_id: int, text: str | None, eol: bool, fileformat: str, option: str | None

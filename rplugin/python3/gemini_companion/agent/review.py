@@ -97,6 +97,10 @@ class DiffReview:
         self._proposals[call_id] = (file_path, new_content)
         self._arrived.set()
 
+    def reviews(self, file_path: str) -> bool:
+        """An edit of ``file_path`` waits for the user (its view open, or opening)."""
+        return any(path == file_path for path, _ in self._proposals.values())
+
     async def claim(self, session_id: str, file_path: str, new_content: str) -> bool:
         """True if this ``openDiff`` is the IDE twin of an edit under review (then no
         view opens for it: the review's answer answers it); waits up to
