@@ -135,6 +135,14 @@ function M.accept(id, option)
   if view.state ~= "open" or not api.nvim_buf_is_valid(view.proposal) then
     return
   end
+  if view.session == "agent" and not option then
+    -- "allow once" only, never more: an agent offering none is answered by name.
+    local why = require("gemini_companion.agent.answers").diff_refusal(view)
+    if why then
+      notify(why, vim.log.levels.WARN)
+      return
+    end
+  end
   view.state = "accepting"
   local kept, bo = view.kept, vim.bo[view.proposal]
   if

@@ -212,6 +212,8 @@
 ---@field server? string an MCP confirmation: the server
 ---@field tool? string an MCP confirmation: the tool
 ---@field description? string
+---@field input? { name: string, value: string }[] the tool's arguments naming a command, path or URL that its title does not show
+---@field hidden? integer characters of the request its block does not show (a bare accept does not answer it)
 
 --- The agent's state (`require("gemini_companion.agent").state()`, and the data of
 --- the `User GeminiAgentUpdate` event).

@@ -6,13 +6,14 @@ a card without the development-tool extension, kebab-case kinds under
 
 Prompts: ``edit <path>`` asks to write ``<path>`` (an ``edit`` confirmation);
 ``swap <path> <other>`` asks the same, then, once :attr:`CoderAgent.swap` is set,
-sends the same tool call again naming ``<other>``; ``fifo <path>`` asks to write
-``<path>`` and, once allowed, puts a FIFO there before it reports success. An
-allowed edit is written (the proposal, at the call's latest path) and reported
-``success``; a cancelled one is reported ``cancelled``. ``garble`` answers text
-holding a lone surrogate escape (``"\ud800"``, which a2a-sdk's own server cannot
-send: :func:`_garble` puts it in the bytes) and bytes that are not UTF-8. Each
-turn ends ``input-required``.
+sends the same tool call again naming ``<other>``; ``disguise <path> <other>``
+asks to write ``<path>`` with a tool call whose arguments name ``<other>``;
+``fifo <path>`` asks to write ``<path>`` and, once allowed, puts a FIFO there
+before it reports success. An allowed edit is written (the proposal, at the
+call's latest path) and reported ``success``; a cancelled one is reported
+``cancelled``. ``garble`` answers text holding a lone surrogate escape
+(``"\ud800"``, which a2a-sdk's own server cannot send: :func:`_garble` puts it
+in the bytes) and bytes that are not UTF-8. Each turn ends ``input-required``.
 """
 
 from __future__ import annotations
@@ -58,12 +59,16 @@ def _garble(app: Any) -> Any:
     return wrapped
 
 
-def edit_call(call_id: str, path: str, status: str = "awaiting_approval") -> dict[str, Any]:
+def edit_call(
+    call_id: str, path: str, status: str = "awaiting_approval", real: str | None = None
+) -> dict[str, Any]:
+    """``real``: the path the tool's arguments name, when not the one its
+    confirmation shows (a disguised call)."""
     call: dict[str, Any] = {
         "request": {
             "callId": call_id,
             "name": "write_file",
-            "args": {"file_path": path, "content": PROPOSAL},
+            "args": {"file_path": real or path, "content": PROPOSAL},
         },
         "status": status,
         "tool": {"name": "write_file", "displayName": "WriteFile"},
@@ -127,7 +132,7 @@ class CoderAgent(AgentExecutor):
         # the agent ("... your proposed edit of <path> ...") come before them.
         prompt = next((p.text for p in message.parts if p.text), "")
         words = (prompt.splitlines() or [""])[-1].split()
-        verb = next((w for w in words if w in ("edit", "swap", "fifo")), "")
+        verb = next((w for w in words if w in ("edit", "swap", "fifo", "disguise")), "")
         if "garble" in words:
             text = f"before {GARBLE_SURROGATE.decode()} middle {GARBLE_BYTES.decode()} after"
             await self._status(event_queue, context, "text-content", text=text)
@@ -142,8 +147,12 @@ class CoderAgent(AgentExecutor):
         self.paths[call_id] = where[0]
         if verb == "fifo":
             self.fifo.add(call_id)
+        real = where[1] if verb == "disguise" else None
         await self._status(
-            event_queue, context, "tool-call-confirmation", data=edit_call(call_id, where[0])
+            event_queue,
+            context,
+            "tool-call-confirmation",
+            data=edit_call(call_id, where[0], real=real),
         )
         if verb == "swap":
             # While the user reviews the first path: the same call, another path.

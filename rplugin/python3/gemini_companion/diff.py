@@ -44,7 +44,9 @@ log = logging.getLogger(__name__)
 Notifier = Callable[[str, str, Mapping[str, Any]], Awaitable[bool]]
 # (session, filePath, newContent): True when the agent panel answers this openDiff
 # (its own edit, asked again over IDE mode: agent/review.py); no view opens.
-Claim = Callable[[str, str, str], Awaitable[bool]]
+Claim = Callable[[str, str, str], Awaitable["bool | str"]]
+"""(session id, file, text) -> True: the agent panel's review answers this openDiff;
+a string: refused, why (the panel reviews an edit of that file); False: opened here."""
 # Queues one whole SSE event (bytes ready to write) for a session; False if it is gone.
 EventSender = Callable[[str, bytearray], bool]
 
@@ -131,9 +133,12 @@ class DiffController:
             if kept is not None:
                 kept.discard()
             return ToolResult.error(str(exc))
-        if self._claim is not None and await self._claim(session_id, path, content):
+        claimed = await self._claim(session_id, path, content) if self._claim else False
+        if claimed:
             if kept is not None:
                 kept.discard()
+            if isinstance(claimed, str):
+                return ToolResult.error(f"openDiff: {claimed}")
             log.info("openDiff for %s answered by the agent panel's review", shown(path))
             return ToolResult()
         policy = self._policy()

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .agent_ide import AgentIde
 from .context import ContextTracker
 from .diff import DiffController
 from .discovery import (
@@ -101,10 +102,15 @@ class ServerRun:
             early.discard()
             early = None
         token = early.token if early is not None else new_token()
+        # The agent child's own IDE connection (agent_ide.py): its openDiff alone is
+        # the twin of an edit the panel reviews.
+        self.agent_ide = AgentIde(directory)
         server_options = ServerOptions(
             token=token,
             keep_alive_seconds=options.keep_alive_seconds,
             max_body_bytes=options.max_body_bytes,
+            agent_token=self.agent_ide.token,
+            agent_session=self.agent_ide.seen,
         )
         self.diffs = DiffController(
             editor,
@@ -215,7 +221,7 @@ class ServerRun:
             self.agent = AgentService(
                 self._editor,
                 self._env,
-                self.terminal_env,
+                self.agent_env,
                 self._agent_mcp_servers,
                 path_policy=self.path_policy,
                 ide_notify=self._notify_session,
@@ -234,11 +240,14 @@ class ServerRun:
         server = self.tools_server()
         return [McpServer.http(server.name, server.url, server.headers)] if server else []
 
-    async def _agent_claims(self, session_id: str, file_path: str, new_content: str) -> bool:
-        """An ``openDiff`` that is the agent panel's own edit asked again over IDE
-        mode (agent/review.py): the panel's review answers it; no second view."""
+    async def _agent_claims(self, session_id: str, file_path: str, new_content: str) -> bool | str:
+        """An ``openDiff`` the agent panel answers, or refuses (agent/service.py): only
+        one from the agent's own IDE connection (agent_ide.py) is its edit's twin."""
         agent = self.agent
-        return agent is not None and await agent.claim_ide_diff(session_id, file_path, new_content)
+        if agent is None:
+            return False
+        own = self.agent_ide.owns(session_id)
+        return await agent.claim_ide_diff(session_id, file_path, new_content, own=own)
 
     async def diff_accepted(
         self, diff_id: int, text: str | None, eol: bool, fileformat: str, option: str | None
@@ -269,6 +278,7 @@ class ServerRun:
         self._workspace_path = value
         try:
             self._discovery.write(value)
+            self.agent_ide.workspace_changed(value)
         except (OSError, DiscoveryError) as exc:
             self._editor.notify(
                 f"Gemini companion: could not update the discovery file: {exc}", WARN
@@ -288,6 +298,7 @@ class ServerRun:
         if self.closed.is_set():
             return
         self._sessions.pop(session_id, None)
+        self.agent_ide.closed(session_id)
         self.context.session_closed(session_id)
         self.diffs.session_closed(session_id)
         self._publish(self, self.state())
@@ -339,6 +350,10 @@ class ServerRun:
         """Variables every job Neovim starts should see while the server runs."""
         return terminal_env(self._discovery, self._workspace_path, self._env)
 
+    def agent_env(self) -> dict[str, str]:
+        """:meth:`terminal_env` for the agent's child: its own IDE connection."""
+        return self.agent_ide.env(self.terminal_env(), self._workspace_path, self.server.port)
+
     # -- the end -----------------------------------------------------------------------
 
     def _server_exited(self, error: BaseException | None) -> None:
@@ -366,6 +381,7 @@ class ServerRun:
                 return
             self.closed.set()
         self._discovery.remove()  # first: no CLI may find a server that is going
+        self.agent_ide.remove()
         self.context.stop()
         self.diffs.orphan_all()
         if self.tools is not None:

@@ -44,7 +44,8 @@ async def send_error(send: Send, status: int, message: str) -> None:
 
 
 class RequestGuard:
-    """ASGI middleware: 403 for any Origin or a foreign Host, 401 without the token,
+    """ASGI middleware: 403 for any Origin or a foreign Host, 401 without the token
+    (or, on ``/mcp``, the agent child's own: its MCP sessions are noted),
     404 off the served paths (``/mcp``, and ``/tools`` for Neovim's tools), 413 for
     bodies over ``max_body_bytes``."""
 
@@ -56,10 +57,17 @@ class RequestGuard:
         port: int,
         max_body_bytes: int,
         paths: frozenset[str] = frozenset({MCP_PATH}),
+        agent_token: str | None = None,
+        agent_session: Callable[[str], None] | None = None,
     ) -> None:
+        """``agent_token``: the agent child's own token (agent_ide.py), good on
+        ``/mcp`` only; each MCP session a request with it names goes to
+        ``agent_session``."""
         self._app = app
         self._paths = paths
         self._expected_auth = f"Bearer {token}".encode()
+        self._agent_auth = f"Bearer {agent_token}".encode() if agent_token else None
+        self._agent_session = agent_session
         self._hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
         self._max = max_body_bytes
         self._budget = BodyBudget(max_body_bytes)
@@ -77,9 +85,15 @@ class RequestGuard:
         if headers.get(b"host", b"").lower() not in self._hosts:
             await send_error(send, 403, "Forbidden: Host must be the loopback address and port")
             return
-        if not hmac.compare_digest(headers.get(b"authorization", b""), self._expected_auth):
-            await send_error(send, 401, "Unauthorized")
-            return
+        auth = headers.get(b"authorization", b"")
+        if not hmac.compare_digest(auth, self._expected_auth):
+            agent = self._agent_auth
+            if agent is None or not hmac.compare_digest(auth, agent) or scope["path"] != MCP_PATH:
+                await send_error(send, 401, "Unauthorized")
+                return
+            session = headers.get(b"mcp-session-id")
+            if session and self._agent_session is not None:
+                self._agent_session(session.decode("latin-1"))
         if scope["path"] not in self._paths:
             await send_error(send, 404, "Not found")
             return

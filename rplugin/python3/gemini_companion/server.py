@@ -73,6 +73,9 @@ class ServerOptions:
     # Sessions open at once, per endpoint; past it the one idle the longest (no
     # request in flight, no open stream) is ended to make room (session_cap.py).
     max_sessions: int = 256
+    # The agent child's own token on /mcp, and who hears of its sessions (agent_ide.py).
+    agent_token: str | None = None
+    agent_session: Callable[[str], None] | None = None
 
 
 class CompanionServer:
@@ -350,6 +353,8 @@ class CompanionServer:
             port=self.port,
             max_body_bytes=self.options.max_body_bytes,
             paths=frozenset(routes),
+            agent_token=self.options.agent_token,
+            agent_session=self.options.agent_session,
         )
         return guard, lifespans
 

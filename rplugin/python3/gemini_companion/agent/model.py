@@ -51,7 +51,9 @@ class Confirmation:
 
     Fields by ``kind``: ``edit``: ``file_path``, ``old_content`` (``None`` for a new
     file), ``new_content``; ``exec``: ``command``, ``directory``; ``mcp``:
-    ``server``, ``tool``; every kind: ``title`` and ``description``.
+    ``server``, ``tool``; every kind: ``title``, ``description`` and ``inputs``:
+    the tool's own arguments (ACP ``rawInput``, A2A ``args``) naming a command,
+    path or URL that nothing else shown holds (disclose.py), as (name, value).
     """
 
     kind: ConfirmationKind
@@ -65,26 +67,26 @@ class Confirmation:
     file_path: str | None = None
     old_content: str | None = None
     new_content: str | None = None
+    inputs: tuple[tuple[str, str], ...] = ()
 
     def option(self, wanted: str | None, *, reject: bool = False) -> Option | None:
         """The option ``wanted`` names (an id, or a kind), else the default: the
-        first ``allow_once`` (or the first non-reject option) to accept, the first
-        ``reject_once`` (then ``reject_always``) to reject. Rejecting never picks
-        another kind: without a reject option it is None, and the answer is the
+        first ``allow_once`` to accept, the first ``reject_once`` (then
+        ``reject_always``) to reject. Neither default ever broadens the answer:
+        without an ``allow_once`` an accept has none (consent.py says which
+        options to name), and without a reject option a rejection is None, the
         protocol's cancellation (:meth:`rejection` says so)."""
         if wanted:
             for opt in self.options:
                 if wanted in (opt.id, opt.kind):
                     return opt
             return None
-        kinds = REJECT_KINDS if reject else ("allow_once", "allow_always")
+        kinds = REJECT_KINDS if reject else ("allow_once",)
         for kind in kinds:
             for opt in self.options:
                 if opt.kind == kind:
                     return opt
-        if reject:
-            return None
-        return next((o for o in self.options if o.kind not in REJECT_KINDS), None)
+        return None
 
     def rejection(self, wanted: str | None) -> Option | None:
         """The option a rejection answers with: the reject option ``wanted`` names,

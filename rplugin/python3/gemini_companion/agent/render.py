@@ -72,11 +72,20 @@ def _tail(text: str, prefix: str) -> list[str]:
     return shown
 
 
-def confirmation_lines(conf: Confirmation) -> list[str]:
-    """What a waiting confirmation asks, in full: every line of its title and
-    command is shown before it can be answered (issue 21). No "(2 of 3)": the
-    number waiting is in the panel's status line, so a new request never redraws
-    the others (a flood of them stays linear)."""
+PIECE = 4_000
+"""A line of a request longer than this is shown in pieces of this many characters,
+each piece after the first on a line of its own starting :data:`CONTINUED` (the
+panel cuts a longer line, view_text.py: a request is never cut that way)."""
+
+CONTINUED = "    ↪ "
+
+MAX_REQUEST = 100_000
+"""Characters of a request drawn at most; the rest is hidden, the block says how
+much, and a bare accept does not answer it (consent.py)."""
+
+
+def _request_lines(conf: Confirmation) -> list[str]:
+    """What a waiting confirmation asks, before :func:`_fit`."""
     lines = _lines("  ? Waiting for you: ", conf.title, "      ")
     if conf.kind == "exec":
         lines.extend(_lines("    $ ", conf.command or "", "      "))
@@ -92,8 +101,61 @@ def confirmation_lines(conf: Confirmation) -> list[str]:
         )
     if conf.description and conf.kind != "edit":
         lines.extend(f"    {line}" for line in conf.description.split("\n"))
+    if conf.inputs:
+        lines.append("    ! the tool is called with what its title does not show:")
+        for name, value in conf.inputs:
+            lines.extend(_lines(f"    {name}: ", value, "      "))
     options = "  ".join(f"[{o.id}] {o.name}" for o in conf.options)
     lines.extend(_lines("    options: ", options, "    "))
+    return lines
+
+
+def _fit(lines: list[str]) -> tuple[list[str], int]:
+    """``lines`` in pieces of at most :data:`PIECE` characters, up to
+    :data:`MAX_REQUEST` characters in all; and how many characters did not fit."""
+    out: list[str] = []
+    budget = MAX_REQUEST
+    split = False
+    for i, line in enumerate(lines):
+        pieces = [line[:PIECE]]
+        pieces.extend(CONTINUED + line[at : at + PIECE] for at in range(PIECE, len(line), PIECE))
+        split |= len(pieces) > 1
+        for j, piece in enumerate(pieces):
+            if len(piece) > budget:
+                hidden = len(line) - j * PIECE + sum(len(rest) for rest in lines[i + 1 :])
+                out.append(f"    … {hidden} more characters of this request are not shown")
+                return out, hidden
+            budget -= len(piece)
+            out.append(piece)
+    if split:
+        out.append(f"    ({CONTINUED.strip()} continues the line above: no line break there)")
+    return out, 0
+
+
+def request_hidden(conf: Confirmation) -> int:
+    """Characters of ``conf`` its block does not show (0: it is drawn whole)."""
+    texts = [conf.title, conf.command, conf.directory, conf.file_path, conf.description]
+    texts.extend(v for _, v in conf.inputs)
+    texts.extend(o.id + o.name for o in conf.options)
+    present = [t for t in texts if t]
+    # An upper bound on what the lines hold, prefixes included, found in C: the
+    # usual request needs no layout (a flood of them stays linear).
+    bound = 2 * sum(map(len, present)) + 64 * (sum(t.count("\n") for t in present) + len(texts))
+    if bound <= MAX_REQUEST:
+        return 0
+    return _fit(_request_lines(conf))[1]
+
+
+def confirmation_lines(conf: Confirmation) -> list[str]:
+    """What a waiting confirmation asks, in full: every line of its title and
+    command is shown before it can be answered (issue 21), a long line in pieces
+    (issue 29); past :data:`MAX_REQUEST` characters the block says how much it
+    hides, and a bare accept does not answer it. No "(2 of 3)": the number
+    waiting is in the panel's status line, so a new request never redraws the
+    others (a flood of them stays linear)."""
+    lines, hidden = _fit(_request_lines(conf))
+    if hidden:
+        lines.append("    name an option to answer it unread, or :GeminiReject")
     lines.append("    :GeminiAccept [option] or :GeminiReject")
     return lines
 
@@ -103,6 +165,12 @@ def tool_lines(call: ToolCall) -> list[str]:
     if call.confirmation is not None and call.status == "pending":
         status = "waiting for you"
     title = f": {call.title}" if call.title and call.title != call.name else ""
+    if call.confirmation is not None and call.status == "pending":
+        # The request's own lines show the title whole: a huge one is named here.
+        title = "\n".join(
+            f"{line[:PIECE]}… (in full below)" if len(line) > PIECE else line
+            for line in title.split("\n")
+        )
     lines = ["", *_lines("[tool] ", f"{call.name}{title}", "  ", f" ({status})")]
     if call.locations:
         lines.extend(_lines("  at ", ", ".join(call.locations), "  "))

@@ -63,16 +63,21 @@ class DiffReview:
         policy: Callable[[], PathPolicy | None] = lambda: None,
         ide_notify: IdeNotify | None = None,
         expecting: Callable[[], bool] = lambda: False,
+        *,
+        refusal: Callable[[str, str | None], str | None] = lambda _call, _option: None,
     ) -> None:
         """``policy``: where files not loaded in Neovim may be shown (the agent's
         file access policy, as ``openDiff``'s: diff.lua refuses a file outside it
         unless a buffer has it loaded). ``ide_notify`` answers an edit's IDE twin;
-        ``expecting``: the agent is in a turn (its edit requests may be on the way)."""
+        ``expecting``: the agent is in a turn (its edit requests may be on the way);
+        ``refusal``: why an accept (with the option named, or None) cannot answer
+        an edit (consent.py), None when it can."""
         self._editor = editor
         self._answered = answered
         self._policy = policy
         self._ide_notify = ide_notify
         self._expecting = expecting
+        self._refusal = refusal
         self._by_call: dict[str, int] = {}
         self._by_id: dict[int, str] = {}
         # Edits waiting for the user (call id -> file, proposal), their IDE twins,
@@ -91,6 +96,10 @@ class DiffReview:
         """An edit now waits for the user: its IDE twin, if one comes, is claimed."""
         self._proposals[call_id] = (file_path, new_content)
         self._arrived.set()
+
+    def reviews(self, file_path: str) -> bool:
+        """An edit of ``file_path`` waits for the user (its view open, or opening)."""
+        return any(path == file_path for path, _ in self._proposals.values())
 
     async def claim(self, session_id: str, file_path: str, new_content: str) -> bool:
         """True if this ``openDiff`` is the IDE twin of an edit under review (then no
@@ -257,6 +266,10 @@ class DiffReview:
     ) -> None:
         call_id = self._by_id.get(diff_id)
         if call_id is None:
+            return
+        why = self._refusal(call_id, option)
+        if why is not None:  # the view stays open, the user's text in it
+            self._editor.accept_failed(diff_id, f"Gemini agent: {why}")
             return
         self._forget(call_id)
         # The tab closes now: the answer runs the rest of the agent's turn, which

@@ -143,6 +143,7 @@ class AgentService:
 
     def _create(self, options: AgentOptions) -> None:
         from ..nvim_editor import NvimEditor
+        from .consent import refused
         from .review import DiffReview
         from .session import AgentSession
         from .view import PanelView
@@ -167,8 +168,13 @@ class AgentService:
         def expecting() -> bool:
             return bool(holder) and holder[0].status in ("working", "waiting")
 
+        def refusal(call_id: str, option: str | None) -> str | None:
+            block = holder[0].transcript.tool_blocks.get(call_id) if holder else None
+            conf = block.call.confirmation if block is not None and block.call else None
+            return None if conf is None else refused(conf, option)
+
         self._review = DiffReview(
-            self._editor, answered, context.paths, self._ide_notify, expecting
+            self._editor, answered, context.paths, self._ide_notify, expecting, refusal=refusal
         )
         view = PanelView(self._editor)
         address = os.environ.get("NVIM")
@@ -212,11 +218,22 @@ class AgentService:
         registry, read on its loop)."""
         return self._review is not None and self._review.owns(diff_id)
 
-    async def claim_ide_diff(self, session_id: str, file_path: str, new_content: str) -> bool:
+    async def claim_ide_diff(
+        self, session_id: str, file_path: str, new_content: str, *, own: bool = True
+    ) -> bool | str:
         """True if this IDE ``openDiff`` is the twin of an edit the panel reviews
-        (the agent is also an IDE client: review.py); then no view opens for it."""
+        (the agent is also an IDE client: review.py); then no view opens for it.
+        ``own``: it comes from the agent's own IDE connection (agent_ide.py); any
+        other client's is never a twin, and is refused (a string: why) while the
+        panel reviews an edit of that file: its view would replace the review's."""
         review = self._review
-        return review is not None and await review.claim(session_id, file_path, new_content)
+        if review is None:
+            return False
+        if not own:
+            if review.reviews(file_path):
+                return "the agent panel is reviewing an edit of this file: answer it first"
+            return False
+        return await review.claim(session_id, file_path, new_content)
 
     async def diff_accepted(
         self, diff_id: int, body: str, eol: bool, fileformat: str, option: str | None = None

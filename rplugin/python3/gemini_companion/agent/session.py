@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
 from . import attach, render
+from .consent import accept_option, pending_entry
 from .model import (
     REJECT_KINDS,
     AgentEvent,
@@ -167,20 +168,7 @@ class AgentSession:
             conf = block.call.confirmation if block.call else None
             if conf is None:
                 continue
-            pending.append(
-                {
-                    "id": call_id,
-                    "kind": conf.kind,
-                    "title": conf.title,
-                    "options": [{"id": o.id, "name": o.name, "kind": o.kind} for o in conf.options],
-                    **({"file_path": conf.file_path} if conf.file_path else {}),
-                    **({"command": conf.command} if conf.command else {}),
-                    **({"directory": conf.directory} if conf.directory else {}),
-                    **({"server": conf.server} if conf.server else {}),
-                    **({"tool": conf.tool} if conf.tool else {}),
-                    **({"description": conf.description} if conf.description else {}),
-                }
-            )
+            pending.append(pending_entry(call_id, conf))
         names: list[str] = []
         for command in self.commands:
             names.extend(command.names())
@@ -535,11 +523,11 @@ class AgentSession:
             except ValueError as exc:
                 raise BadRequestError(f"{conf.title}: {exc}") from None
         else:
-            option = conf.option(wanted)
-            if option is None:
-                raise BadRequestError(
-                    f"no option {wanted!r} for {conf.title}: choose one of {conf.option_ids()}"
-                )
+            # Only "allow once" or what the user named, of a request shown whole.
+            try:
+                option = accept_option(conf, wanted)
+            except ValueError as exc:
+                raise BadRequestError(str(exc)) from None
         # Every request that waits on an edit gets the one answer (review.py: the IDE
         # twin of an ACP edit), recorded with it.
         settled = None

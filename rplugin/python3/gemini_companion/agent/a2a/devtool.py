@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..disclose import disclosed
 from ..model import Confirmation, ConfirmationKind, Option, OptionKind, SlashCommand, ToolCall
 
 EXTENSION_URI = (
@@ -423,6 +424,7 @@ def coder_tool_call(data: Mapping[str, Any]) -> ToolCall:
     args = request.get("args") if isinstance(request.get("args"), Mapping) else None
     title = str(tool.get("displayName") or request.get("name") or "")
     if confirmation is not None:
+        confirmation = disclosed(confirmation, args)
         title = confirmation.title
     elif args:
         hint = args.get("command") or args.get("file_path") or args.get("path")
@@ -509,6 +511,8 @@ def rfc_tool_call(data: Mapping[str, Any]) -> ToolCall:
             result = _text_of(get(output, "structured_data"))
     err = get(data, "error")
     inputs = get(data, "input_parameters")
+    if confirmation is not None and isinstance(inputs, Mapping):
+        confirmation = disclosed(confirmation, inputs)
     return ToolCall(
         id=str(get(data, "tool_call_id") or ""),
         name=name,

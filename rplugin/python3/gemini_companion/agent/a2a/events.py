@@ -9,7 +9,7 @@ failing one is refused as below, never shown nor opened in a diff tab.
 
 What the user was shown is what is answered: a confirmation whose tool call
 comes again, still waiting, with another path, command, kind or tool
-(:func:`_changes`) is refused: shown as cancelled, the user told, and the agent
+or arguments (:func:`_changes`) is refused: shown as cancelled, the user told, and the agent
 answered with a rejection once its stream ends (``A2ATransport._after_stream``).
 
 0.25.2 hangs when an answer carries modified content: the answer goes without it
@@ -54,7 +54,7 @@ def _changes(shown: Confirmation, now: Confirmation) -> list[str]:
     would run or be written (the text proposed may change: the user's answer
     carries the text they accepted)."""
     out = []
-    for name in ("kind", "file_path", "command", "directory", "server", "tool"):
+    for name in ("kind", "file_path", "command", "directory", "server", "tool", "inputs"):
         before, after = getattr(shown, name), getattr(now, name)
         if before != after:
             out.append(f"{name.replace('_', ' ')} {before!r} became {after!r}")

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...paths import has_control
+from ..disclose import disclosed
 from ..model import (
     AgentEvent,
     CommandsUpdate,
@@ -122,8 +123,20 @@ def options_of(options: Sequence[schema.PermissionOption]) -> tuple[Option, ...]
     return tuple(result)
 
 
-def confirmation_of(call: schema.ToolCallUpdate, options: tuple[Option, ...]) -> Confirmation:
-    """What a ``session/request_permission`` asks, in the panel's terms."""
+def confirmation_of(
+    call: schema.ToolCallUpdate,
+    options: tuple[Option, ...],
+    raw_input: Mapping[str, Any] | None = None,
+) -> Confirmation:
+    """What a ``session/request_permission`` asks, in the panel's terms; a command
+    is the tool's own (``rawInput``) when it names one, and what else ``rawInput``
+    names that the title does not show is added (disclose.py)."""
+    return disclosed(_confirmation(call, options, raw_input), raw_input)
+
+
+def _confirmation(
+    call: schema.ToolCallUpdate, options: tuple[Option, ...], raw_input: Mapping[str, Any] | None
+) -> Confirmation:
     title = call.title or call.tool_call_id
     diffs = [c for c in call.content or () if isinstance(c, schema.FileEditToolCallContent)]
     texts = [
@@ -147,7 +160,8 @@ def confirmation_of(call: schema.ToolCallUpdate, options: tuple[Option, ...]) ->
     command = directory = None
     if call.kind == "execute":
         kind = "exec"
-        command = title
+        raw_command = (raw_input or {}).get("command")
+        command = raw_command if isinstance(raw_command, str) and raw_command else title
         match = _SHELL_CWD.match(description or "")
         if match:
             directory = match.group(1)
@@ -239,10 +253,12 @@ class UpdateTranslator:
     ) -> ToolCall:
         """The tool call a ``session/request_permission`` is about, waiting for the user."""
         base = self.calls.get(call.tool_call_id) or ToolCall(call.tool_call_id, call.kind or "")
+        raw = call.raw_input if isinstance(call.raw_input, Mapping) else base.input
         return base.but(
             status="pending",
             title=call.title or base.title,
-            confirmation=confirmation_of(call, options_of(options)),
+            input=raw,
+            confirmation=confirmation_of(call, options_of(options), raw),
             locations=_locations(call.locations) or base.locations,
         )
 
