@@ -288,12 +288,14 @@ def remove_stale_files(directory: str, own_pid: int, keep: str | None = None) ->
     Only files owned by this user, written by this plugin (``ideInfo.name`` is
     ``neovim``) and naming a dead PID (or this very PID, left by a server of ours
     that did not stop cleanly) are removed: another IDE's file is never touched,
-    nor ``keep`` (the current server's own, written before this runs).
+    nor ``keep`` (the current server's own, written before this runs). The agent's
+    own file has the legacy name ``gemini-ide-server-<hostpid>.json``
+    (agent_ide.py): one left by a host that was killed goes too.
     """
     import json
     import re
 
-    file_re = re.compile(r"^gemini-ide-server-(\d+)-(\d+)\.json$")
+    file_re = re.compile(r"^gemini-ide-server-(\d+)(?:-\d+)?\.json$")
     removed: list[str] = []
     try:
         entries = list(os.scandir(directory))
