@@ -209,7 +209,7 @@ return {
           item_valid = absolute,
           item_invalid = "must be an absolute path",
           summary = "Folders outside the workspace whose files openDiff may show",
-          help = "Absolute folders (`~` allowed) outside the workspace whose files the agent's diffs may show. Without them a diff of a file outside the workspace folders is refused unless the file is open in a Neovim buffer. `{ \"/\" }` allows any file. The ACP agent's file reads and writes and Neovim's tools (|gemini-companion-tools|) follow it too.",
+          help = "Absolute folders (`~` allowed) outside the workspace whose files the agent's diffs may show. Without them a diff of a file outside the workspace folders is refused unless the file is open in a Neovim buffer. `{ \"/\" }` allows any file. The ACP agent's file reads and writes, what a prompt attaches (|gemini-companion-agent-context|) and Neovim's tools (|gemini-companion-tools|) follow it too.",
         },
       },
     },
