@@ -216,6 +216,7 @@
 --- The agent's state (`require("gemini_companion.agent").state()`, and the data of
 --- the `User GeminiAgentUpdate` event).
 ---@class gemini_companion.AgentState
+---@field conversation? integer The conversation it describes (unique while the host runs)
 ---@field protocol? "a2a"|"acp"
 ---@field dialect? "rfc"|"coder-agent" A2A: the encoding the server speaks
 ---@field task_id? string A2A

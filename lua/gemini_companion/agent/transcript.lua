@@ -469,10 +469,38 @@ end
 
 local levels = { info = vim.log.levels.INFO, warning = vim.log.levels.WARN, error = vim.log.levels.ERROR }
 
+---@type integer?, integer? the newest conversation drawn, and the host's channel
+--- that sent it (a host started again numbers its conversations from 1 again)
+local newest, newest_host = nil, nil
+
+--- A batch of a conversation older than the newest drawn (one stopped, whose
+--- agent is still ending): dropped whole. A batch that names no conversation
+--- (the tests') is never stale.
+---@param ops table[]
+---@return boolean
+local function stale(ops)
+  local first = ops[1]
+  if not (first and first.op == "conversation") then
+    return false
+  end
+  local host = require("gemini_companion.host").channel
+  if newest_host ~= host then
+    newest, newest_host = nil, host
+  end
+  if newest and first.id < newest then
+    return true
+  end
+  newest = first.id
+  return false
+end
+
 --- Draw one batch (agent/view.py, through host.lua's agent_draw). Each op is
 --- drawn on its own: one that fails is shown as failed and the others still draw.
 ---@param ops table[]
 function M._apply(ops)
+  if stale(ops) then
+    return
+  end
   local b = M.buffer()
   windows.note_following(b)
   local changed = false

@@ -20,16 +20,17 @@ render.py, review.py, model.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Any, Protocol
 
 from . import render
+from .conversation import Conversation
 from .model import (
     REJECT_KINDS,
     AgentEvent,
-    AgentStatus,
     Block,
     CommandsUpdate,
     MessageChunk,
@@ -132,17 +133,16 @@ class AgentSession:
     """The panel's core. Use on its loop only; ``request`` is the entry from Neovim."""
 
     def __init__(
-        self, transport: Transport, view: PanelView, review: EditReview | None = None
+        self,
+        transport: Transport,
+        view: PanelView,
+        review: EditReview | None = None,
+        conversation: Conversation | None = None,
     ) -> None:
         self.transport = transport
         self.view = view
         self.review = review
-        self.transcript = Transcript()
-        self.status: AgentStatus = "stopped"
-        self.detail = ""
-        self.info: dict[str, Any] = {}
-        self.commands: tuple[SlashCommand, ...] = ()
-        self._turn: asyncio.Task[None] | None = None
+        self.conversation = conversation or Conversation()
         self._start_lock = asyncio.Lock()
         # Start attempts so far, and the last one's failure: requests that waited for
         # a start that failed get that failure, already shown, rather than a second
@@ -155,7 +155,28 @@ class AgentSession:
         # and whether each was the transcript's first.
         self._replayed: set[int] = set()
         self._replayed_first: dict[int, bool] = {}
-        self._stopped = False
+
+    # The conversation's state, as the session's own (the panel's one conversation).
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.conversation.transcript
+
+    @property
+    def status(self) -> str:
+        return self.conversation.status
+
+    @property
+    def detail(self) -> str:
+        return self.conversation.detail
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return self.conversation.info
+
+    @property
+    def commands(self) -> tuple[SlashCommand, ...]:
+        return self.conversation.commands
 
     # -- state ---------------------------------------------------------------------------
 
@@ -186,6 +207,7 @@ class AgentSession:
             names.extend(command.names())
         state = {
             **self.info,
+            "conversation": self.conversation.id,
             "protocol": self.transport.protocol,
             "state": self.status,
             "pending": pending,
@@ -196,20 +218,19 @@ class AgentSession:
         return state
 
     def _publish(self) -> None:
-        self.view.state(self.state)  # built when the batch goes: once per batch
+        if not self.conversation.halted:
+            self.view.state(self.state)  # built when the batch goes: once per batch
 
-    def _set_status(self, status: AgentStatus, detail: str = "") -> None:
-        if status == "idle" and self.transcript.pending:
-            status = "waiting"
-        if (status, detail) != (self.status, self.detail):
-            self.status, self.detail = status, detail
+    def _settle(self, detail: str | None = None) -> None:
+        """The status the conversation's facts give, published if it changed."""
+        if self.conversation.settle(detail):
             self._publish()
 
     # -- events from the transport ---------------------------------------------------------
 
     def emit(self, event: AgentEvent) -> None:
-        if self._stopped and not isinstance(event, StatusChange):
-            return
+        if self.conversation.halted:
+            return  # a stopped conversation is over: nothing of its agent changes it
         try:
             self._handle(event)
         except Exception:  # a bad event must not kill the transport's reader
@@ -220,7 +241,7 @@ class AgentSession:
         not built): the bulk of a stream, taken here with no event object and no
         dispatch on its type (issue 25 item 3). The same as ``emit(MessageChunk(text))``;
         ``text`` comes from the wire, already valid Unicode (acp/wire.py)."""
-        if self._stopped or not text:
+        if self.conversation.halted or not text:
             return
         try:
             blocks = self.transcript.blocks
@@ -246,9 +267,19 @@ class AgentSession:
                 text = block.call.live_output + event.text if event.append else event.text
                 self._tool_call(block.call.but(live_output=text))
         elif isinstance(event, StatusChange):
-            self._set_status(event.status, event.detail)
-            if event.status == "error" and event.detail:
-                self._notice(event.detail, "error")
+            if event.status == "error":
+                # The agent is gone or stuck: what it asked can no longer be answered.
+                for call_id in list(self.transcript.pending):
+                    block = self.transcript.tool_blocks[call_id]
+                    if block.call is not None:
+                        self._tool_call(block.call.but(confirmation=None, status="cancelled"))
+                self.conversation.fail(event.detail or "the agent failed")
+                self._publish()
+                if event.detail:
+                    self._notice(event.detail, "error")
+            else:
+                # The status is the conversation's facts': only what it says beside it.
+                self._settle(event.detail)
         elif isinstance(event, SessionUpdate):
             for key, value in event.values.items():
                 if value is None:
@@ -257,7 +288,7 @@ class AgentSession:
                     self.info[key] = value
             self._publish()
         elif isinstance(event, CommandsUpdate):
-            self.commands = event.commands
+            self.conversation.commands = event.commands
             self._publish()
         elif isinstance(event, Notice):
             self._notice(event.text, event.level)
@@ -266,11 +297,9 @@ class AgentSession:
         elif isinstance(event, TurnEnd):
             if self.review is not None:
                 self.review.turn_ended()
-            # Not while the prompt's or answer's task still runs (over A2A it writes
-            # the user's version of an edit after the turn's end): a prompt would be
-            # refused as busy while the panel said idle. That task's end sets it.
-            if self.status in ("working", "starting") and not self.busy():
-                self._set_status("idle")
+            # The status follows the turn's task (over A2A it writes the user's
+            # version of an edit after the turn's end): its end settles it.
+            self._settle()
 
     def _text(self, kind: str, text: str) -> None:
         if not text:
@@ -306,6 +335,8 @@ class AgentSession:
             self.view.append(last.id, event.text, render.THOUGHT)
 
     def _notice(self, text: str, level: str) -> None:
+        if self.conversation.halted:
+            return
         block = self.transcript.new_block("notice", text=text, level=level)
         self.view.block(block.id, render.block_lines(block), "notice")
         if level == "error":
@@ -339,10 +370,7 @@ class AgentSession:
             changed = True
         self._draw_tool(block)
         if changed:
-            if pending and self.status in ("working", "idle"):
-                self._set_status("waiting")
-            elif not pending and self.status == "waiting":
-                self._set_status("working")
+            self._settle()
             self._publish()
 
     def _resolved(self, call_id: str) -> None:
@@ -422,28 +450,37 @@ class AgentSession:
                 return
             if self._starts != seen and self._start_failure is not None:
                 raise _ShownStartFailureError(str(self._start_failure))
+            if self.conversation.halted:
+                raise TransportError("the agent was stopped")
             self._starts += 1
             self._start_failure = None
-            self._stopped = False
-            self._set_status("starting")
+            conversation = self.conversation
+            conversation.started = conversation.starting = True
+            conversation.error = None
+            self._settle()
             try:
                 await self.transport.start(self)
             except TransportError as exc:
                 self._start_failure = exc
-                self._set_status("error", str(exc))
+                conversation.starting = False
+                conversation.fail(str(exc))
+                self._publish()
                 raise
             except Exception as exc:
                 log.exception("the agent did not start")
-                self._set_status("error", str(exc))
+                conversation.starting = False
+                conversation.fail(str(exc))
+                self._publish()
                 self._start_failure = TransportError(f"the agent did not start: {exc}")
                 raise self._start_failure from exc
-            self._set_status("idle")
+            conversation.starting = False
+            self._settle()
 
     async def _connect_request(self, args: Mapping[str, Any]) -> None:
         await self.ensure_started()
 
     def busy(self) -> bool:
-        return self._turn is not None and not self._turn.done()
+        return self.conversation.busy()
 
     async def _prompt_request(self, args: Mapping[str, Any]) -> None:
         text = _str(args, "text")
@@ -465,22 +502,28 @@ class AgentSession:
     async def _run_turn(self, fn: Any, *args: Any) -> None:
         # The turn is taken before the agent is ready: a prompt sent while it starts
         # waits for it (and is answered), a second one meanwhile is told to wait.
-        self._turn = asyncio.current_task()
-        try:
+        async with self._activity():
             await self.ensure_started()
-            self._set_status("working")
-            try:
-                await fn(*args)
-            except asyncio.CancelledError:
-                raise
-            except TransportError as exc:
-                self._set_status("error", str(exc))
-                self._notice(str(exc), "error")
-                return
+            self.conversation.error = None  # a new turn: the last one's failure is over
+            self._settle()
+            await fn(*args)
+
+    @contextlib.asynccontextmanager
+    async def _activity(self) -> AsyncIterator[None]:
+        """The current task is part of the conversation's turn; however it ends, the
+        status is settled (idle, waiting or error: never "working" with no task),
+        and a failure of the agent is shown and becomes the status."""
+        try:
+            async with self.conversation.activity():
+                try:
+                    yield
+                except TransportError as exc:
+                    if isinstance(exc, _ShownStartFailureError) or self.conversation.halted:
+                        raise
+                    self.conversation.error = str(exc)
+                    self._notice(str(exc), "error")
         finally:
-            self._turn = None
-        if self.status == "working":
-            self._set_status("idle")
+            self._publish()
 
     def _pending_call(self, call_id: str | None) -> ToolCall:
         pending = self.transcript.pending
@@ -532,23 +575,15 @@ class AgentSession:
             text = new_content if new_content is not None else conf.new_content
             settled = self.review.settle(call.id, accepted, text)
         # The answer is recorded before it is sent: a second :GeminiAccept must not
-        # answer the same call twice.
-        self._tool_call(call.but(confirmation=None))
-        self._set_status("working")
-        if settled is not None:
-            await settled  # the IDE twin first: the agent then finds its answer there
-        await self._run_answer(call.id, option.id if option else None, new_content)
-
-    async def _run_answer(
-        self, call_id: str, option_id: str | None, new_content: str | None
-    ) -> None:
-        self._turn = asyncio.current_task()
-        try:
-            await self.transport.answer(call_id, option_id, new_content)
-        finally:
-            self._turn = None
-        if self.status == "working":
-            self._set_status("idle")
+        # answer the same call twice. From here the answer is part of the turn (its
+        # task is, while it waits for the IDE twin too).
+        async with self._activity():
+            self.conversation.error = None
+            self._tool_call(call.but(confirmation=None))
+            self._settle()
+            if settled is not None:
+                await settled  # the IDE twin first: the agent then finds its answer there
+            await self.transport.answer(call.id, option.id if option else None, new_content)
 
     async def edit_answered(
         self, call_id: str, accepted: bool, content: str | None, option: str | None = None
@@ -579,13 +614,15 @@ class AgentSession:
             if block.call is not None:
                 self._tool_call(block.call.but(confirmation=None, status="cancelled"))
         await self.transport.cancel()
-        turn = self._turn
-        if turn is not None and not turn.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(turn), 5)
-            except (asyncio.TimeoutError, Exception):
-                turn.cancel()
-        self._set_status("idle", "cancelled")
+        turn = self.conversation.activities() - {asyncio.current_task()}
+        if turn:
+            _, late = await asyncio.wait(turn, timeout=5)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+        self.conversation.error = None
+        self._settle("cancelled")
         self._notice("Cancelled.", "info")
 
     async def _command_request(self, args: Mapping[str, Any]) -> None:
@@ -625,18 +662,29 @@ class AgentSession:
         await self.transport.resume(session_id)
         self.view.bottom()
 
-    async def stop(self) -> None:
-        """Stop the transport (and the agent it started); the transcript stays."""
-        self._stopped = True
+    def halt(self) -> None:
+        """The conversation is over, at once: the panel says so and nothing the
+        agent sends from now on changes it (:meth:`stop` then stops the agent,
+        which may take seconds)."""
+        if self.conversation.halted:
+            return
         for call_id in list(self.transcript.pending):
             self._resolved(call_id)
+        if self.conversation.started:
+            self._notice("The agent stopped.", "info")
+        self.conversation.halt()  # from here its tasks and its agent draw nothing
         for task in list(self._tasks):
             if task is not asyncio.current_task():
                 task.cancel()
+
+    async def stop(self) -> None:
+        """Stop the transport (and the agent it started); the transcript stays."""
+        self.halt()
         try:
             await self.transport.stop()
         except Exception:
             log.exception("stopping the agent failed")
-        self._set_status("stopped")
-        self._publish()
+        # "stopped" once the agent is gone; the panel drops it if a newer
+        # conversation has drawn meanwhile (view.py).
+        self.view.state(self.state())
         self.view.close()  # later batches (the transcript stays) go through the editor

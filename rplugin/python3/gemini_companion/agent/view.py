@@ -25,6 +25,10 @@ Operations (drawn by lua/gemini_companion/agent/transcript.lua ``_apply``):
 ``{"op": "bottom"}``
     the transcript's windows show its last line.
 
+A view made for a conversation starts each batch with ``{"op": "conversation",
+"id"}``, the conversation it describes: the panel drops a batch of a conversation
+older than the newest it has drawn (one stopped, whose agent is still ending).
+
 Everything sent is valid UTF-8 (lone surrogates an agent sent in JSON become
 U+FFFD, and the user is told once), and no transcript line is longer than
 :data:`MAX_LINE` characters: a huge line is cut with a note, so Neovim's memory
@@ -73,8 +77,9 @@ class PanelView:
     goes from the session's loop. What both threads share is under :attr:`_lock`.
     """
 
-    def __init__(self, editor: Editor) -> None:
+    def __init__(self, editor: Editor, conversation: int | None = None) -> None:
         self._editor = editor
+        self._conversation = conversation
         self._lock = threading.Lock()
         self._outbox: list[dict[str, Any]] = []
         self._blocks: dict[int, dict[str, Any]] = {}  # block ops in the outbox, by id
@@ -319,6 +324,8 @@ class PanelView:
         """Send ``batch`` over ``channel`` (the session's own, from its loop), or
         through the editor without one."""
         self.batches += 1
+        if self._conversation is not None:
+            batch.insert(0, {"op": "conversation", "id": self._conversation})
         # Not sent over a closed channel (or one failing as it is written): through
         # the editor then, never lost.
         if channel is not None and channel.call(
