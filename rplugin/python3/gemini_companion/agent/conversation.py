@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from .model import AgentStatus, SlashCommand, Transcript
+from .model import AgentStatus, SlashCommand, Transcript, Usage
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class Conversation:
         self.detail = ""
         self.info: dict[str, Any] = {}
         self.commands: tuple[SlashCommand, ...] = ()
+        # Tokens, as the agent reported them: the last turn's and the total.
         self.usage: dict[str, dict[str, int]] = {}
         # The facts the status is worked out from.
         self.started = False  # a start ran (or runs) since the conversation began
@@ -79,6 +80,17 @@ class Conversation:
         finally:
             self._activities.discard(task)
             self.settle()
+
+    def count(self, usage: Usage) -> None:
+        """A turn's tokens: the last turn's, and added to the conversation's total."""
+        total = self.usage.get("total", {"input_tokens": 0, "output_tokens": 0})
+        self.usage = {
+            "turn": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+            "total": {
+                "input_tokens": total["input_tokens"] + usage.input_tokens,
+                "output_tokens": total["output_tokens"] + usage.output_tokens,
+            },
+        }
 
     def fail(self, message: str) -> None:
         """The turn or the agent failed: the status says so until the next turn."""

@@ -275,10 +275,20 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The tokens a turn used, as the agent reported them."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
 class TurnEnd:
-    """The agent finished the prompt (``end_turn``, ``cancelled``, ``error``, ...)."""
+    """The agent finished the prompt (``end_turn``, ``cancelled``, ``error``, ...);
+    ``usage``: its tokens, when the agent says."""
 
     reason: str = "end_turn"
+    usage: Usage | None = None
 
 
 AgentEvent: TypeAlias = (

@@ -215,6 +215,8 @@ class AgentSession:
         }
         if self.detail:
             state["detail"] = self.detail
+        if self.conversation.usage:
+            state["usage"] = self.conversation.usage
         return state
 
     def _publish(self) -> None:
@@ -297,6 +299,13 @@ class AgentSession:
         elif isinstance(event, TurnEnd):
             if self.review is not None:
                 self.review.turn_ended()
+            if event.usage is not None:
+                self.conversation.count(event.usage)
+                usage = event.usage
+                self._notice(
+                    f"Tokens: {usage.input_tokens:,} in, {usage.output_tokens:,} out", "info"
+                )
+                self._publish()
             # The status follows the turn's task (over A2A it writes the user's
             # version of an edit after the turn's end): its end settles it.
             self._settle()
