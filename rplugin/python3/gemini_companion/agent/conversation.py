@@ -26,7 +26,7 @@ from .model import AgentStatus, SlashCommand, Transcript, Usage
 log = logging.getLogger(__name__)
 
 TRANSITIONS: Mapping[AgentStatus, frozenset[AgentStatus]] = {
-    # Before the first start, and once started: a stopped conversation never moves.
+    # "stopped" before the first start; once halted, settle() moves it no more.
     "stopped": frozenset({"starting"}),
     "starting": frozenset({"idle", "working", "waiting", "error", "stopped"}),
     "idle": frozenset({"starting", "working", "waiting", "error", "stopped"}),
