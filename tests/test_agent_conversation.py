@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -118,7 +119,10 @@ def test_a_stopped_agent_that_ends_late_changes_nothing_of_the_next_conversation
     wait_transcript(nvim, "allowed write y", WAIT)
     state = _idle(nvim)
     assert state["pending"] == []
-    assert len(pids.read_text().split()) == 2
+    first, second = (int(pid) for pid in pids.read_text().split())
+    assert not os.path.exists(f"/proc/{first}")
+    nvim.api.command("GeminiAgentStop")  # the second is killed the same way
+    wait_for(lambda: not os.path.exists(f"/proc/{second}"), WAIT, "the new agent killed")
 
 
 # -- the core, without Neovim --------------------------------------------------------------

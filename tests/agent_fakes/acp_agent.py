@@ -21,13 +21,14 @@ The prompt's text says what to do:
 - anything else: the answer ``echo: <text>``.
 
 Options (its command line): ``--ignore-sigterm``: SIGTERM is ignored and it
-lives on when its input closes (only a SIGKILL stops it); ``--pid-file PATH``:
-its pid is appended to PATH at start.
+lives on when its input closes (only a SIGKILL stops it, or its parent's end);
+``--pid-file PATH``: its pid is appended to PATH at start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
 import select
@@ -146,6 +147,9 @@ class FakeAgent:
 if __name__ == "__main__":
     if "--ignore-sigterm" in sys.argv:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # Never outlives the plugin's host, whatever the test did: killed with it
+        # (Linux's PR_SET_PDEATHSIG).
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
     if "--pid-file" in sys.argv:
         with open(sys.argv[sys.argv.index("--pid-file") + 1], "a") as pids:
             pids.write(f"{os.getpid()}\n")
