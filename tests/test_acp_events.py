@@ -370,6 +370,24 @@ def test_a_chunk_the_transport_takes_draws_what_the_schemas_events_draw(
                     session.emit(event)
         await session.view.drained()
         blocks = [(b.kind, b.text) for b in session.transcript.blocks]
-        return blocks, session.info, editor.batches
+        return blocks, session.info, _numbered(editor.batches)
 
     assert asyncio.run(seen(True)) == asyncio.run(seen(False))
+
+
+def _numbered(batches: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+    """The batches with block ids numbered from 1 in the order they appear, and no
+    conversation id: each session's are its own (unique in the process)."""
+    ids: dict[int, int] = {}
+    out = []
+    for batch in batches:
+        ops = []
+        for sent in batch:
+            op = dict(sent)
+            if "id" in op and op["op"] in ("block", "append"):
+                op["id"] = ids.setdefault(op["id"], len(ids) + 1)
+            if op["op"] == "state":
+                op["state"] = {k: v for k, v in op["state"].items() if k != "conversation"}
+            ops.append(op)
+        out.append(ops)
+    return out

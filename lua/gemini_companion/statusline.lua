@@ -53,6 +53,10 @@ function M.render(opts)
     local group = agent.current.state == "waiting" and "GeminiCompanionPending" or "GeminiCompanionConnected"
     text = text .. " " .. part(group, summary)
   end
+  local usage = agent and agent.usage_text() or ""
+  if usage ~= "" then
+    text = text .. " " .. part("GeminiCompanionIdle", usage)
+  end
   local pending = M.pending_diffs()
   if pending > 0 then
     text = text .. " " .. part("GeminiCompanionPending", pending == 1 and "diff" or (pending .. " diffs"))

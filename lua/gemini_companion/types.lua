@@ -215,9 +215,15 @@
 ---@field input? { name: string, value: string }[] the tool's arguments naming a command, path or URL that its title does not show
 ---@field hidden? integer characters of the request its block does not show (a bare accept does not answer it)
 
+---@class gemini_companion.AgentTokens
+---@field input_tokens integer
+---@field output_tokens integer
+
 --- The agent's state (`require("gemini_companion.agent").state()`, and the data of
 --- the `User GeminiAgentUpdate` event).
 ---@class gemini_companion.AgentState
+---@field conversation? integer The conversation it describes (unique while the host runs)
+---@field usage? { turn: gemini_companion.AgentTokens, total: gemini_companion.AgentTokens } Tokens, as the agent reported them: the last turn's and the conversation's
 ---@field protocol? "a2a"|"acp"
 ---@field dialect? "rfc"|"coder-agent" A2A: the encoding the server speaks
 ---@field task_id? string A2A

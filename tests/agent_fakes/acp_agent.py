@@ -11,24 +11,37 @@ The prompt's text says what to do:
   ``read: <its text>`` or ``read failed: <the client's error>``;
 - ``stream COUNT SIZE INTERVAL_MS``: COUNT chunks of about SIZE characters, each
   starting ``<t=NANOSECONDS>`` (CLOCK_MONOTONIC, as Neovim's ``vim.uv.hrtime()``);
+- ``ask WORDS``: ask permission to run ``WORDS`` (``session/request_permission``),
+  then answer ``allowed WORDS`` or ``rejected WORDS``;
+- ``ask-fail WORDS``: ask as ``ask`` does, then answer the prompt with a JSON-RPC
+  error (``the model failed``) whatever the user said;
+- ``fail``: answer the prompt with that JSON-RPC error at once;
+- ``usage IN OUT``: answer ``counted``, the prompt's answer carrying
+  ``_meta.quota`` as Gemini CLI 0.61.0 sends it (IN input and OUT output tokens);
 - anything else: the answer ``echo: <text>``.
 
 With ``FAKE_ACP_PROMPTS`` set to a file, each prompt's content blocks are appended
 to it as one JSON line (what the agent received, attachments included).
+
+Options (its command line): ``--ignore-sigterm``: SIGTERM is ignored and it
+lives on when its input closes (only a SIGKILL stops it, or its parent's end);
+``--pid-file PATH``: its pid is appended to PATH at start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
 import select
+import signal
 import sys
 import time
 import uuid
 from typing import Any
 
-from acp import PROTOCOL_VERSION, run_agent, schema
+from acp import PROTOCOL_VERSION, RequestError, run_agent, schema
 from acp.helpers import text_block, update_agent_message
 
 
@@ -81,6 +94,20 @@ class FakeAgent:
     async def _say(self, session_id: str, text: str) -> None:
         await self._client.session_update(session_id, update_agent_message(text_block(text)))
 
+    async def _ask(self, session_id: str, what: str) -> bool:
+        """Ask permission to run ``what``; True if the user allowed it."""
+        options = [
+            schema.PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+            schema.PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+        ]
+        call = schema.ToolCallUpdate(
+            tool_call_id=f"run-{uuid.uuid4().hex[:8]}", title=what, kind="execute", status="pending"
+        )
+        answer = await self._client.request_permission(
+            session_id=session_id, tool_call=call, options=options
+        )
+        return getattr(answer.outcome, "option_id", None) == "allow"
+
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> Any:
         log = os.environ.get("FAKE_ACP_PROMPTS")
         if log:
@@ -88,7 +115,24 @@ class FakeAgent:
             _append(log, json.dumps(blocks) + "\n")
         words = " ".join(getattr(p, "text", "") for p in prompt).split()
         command = words[0] if words else ""
-        if command == "garbage":
+        rest = " ".join(words[1:])
+        if command == "ask":
+            allowed = await self._ask(session_id, rest)
+            await self._say(session_id, ("allowed " if allowed else "rejected ") + rest)
+        elif command in ("ask-fail", "fail"):
+            if command == "ask-fail":
+                await self._ask(session_id, rest)
+            raise RequestError(-32603, "the model failed")
+        elif command == "usage":
+            tokens, out = (int(w) for w in words[1:3])
+            await self._say(session_id, "counted")
+            count = {"input_tokens": tokens, "output_tokens": out}
+            quota = {
+                "token_count": count,
+                "model_usage": [{"model": "gemini-2.5-flash", "token_count": count}],
+            }
+            return schema.PromptResponse(stop_reason="end_turn", field_meta={"quota": quota})
+        elif command == "garbage":
             sys.stdout.buffer.write(b"Loaded cached credentials. (not JSON-RPC)\n")
             sys.stdout.buffer.flush()
             await self._say(session_id, "after the garbage")
@@ -116,4 +160,14 @@ class FakeAgent:
 
 
 if __name__ == "__main__":
+    if "--ignore-sigterm" in sys.argv:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # Never outlives the plugin's host, whatever the test did: killed with it
+        # (Linux's PR_SET_PDEATHSIG).
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    if "--pid-file" in sys.argv:
+        with open(sys.argv[sys.argv.index("--pid-file") + 1], "a") as pids:
+            pids.write(f"{os.getpid()}\n")
     asyncio.run(run_agent(FakeAgent()))  # type: ignore[arg-type]
+    if "--ignore-sigterm" in sys.argv:
+        signal.pause()  # its input closed: it lives on, until a SIGKILL

@@ -73,7 +73,30 @@ function M.header()
   if s.model then
     parts[#parts + 1] = "model: " .. s.model
   end
+  local usage = M.usage_text()
+  if usage ~= "" then
+    parts[#parts + 1] = usage
+  end
   return table.concat(parts, "  ")
+end
+
+--- `n` with its thousands apart: 12,345.
+---@param n integer
+---@return string
+local function thousands(n)
+  local digits = tostring(math.floor(tonumber(n) or 0))
+  return (digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
+end
+
+--- The tokens the conversation used so far, as the agent reported them
+--- ("tokens: 12,345 in, 678 out"), or "" when it reported none.
+---@return string
+function M.usage_text()
+  local total = (M.current.usage or {}).total
+  if type(total) ~= "table" then
+    return ""
+  end
+  return ("tokens: %s in, %s out"):format(thousands(total.input_tokens), thousands(total.output_tokens))
 end
 
 --- Short text for statuslines: "" when the agent is stopped or idle.

@@ -9,6 +9,8 @@ knows which protocol is in use, and nothing here imports a protocol's package.
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
@@ -24,6 +26,11 @@ AgentStatus = Literal["stopped", "starting", "idle", "working", "waiting", "erro
 """The agent as the user sees it: ``waiting`` means waiting for the user's answer."""
 
 OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always", ""]
+
+# Block ids, for the whole host process: started from the clock, so that a host
+# started again in the same Neovim does not reuse the ids of the blocks drawn
+# before it (microseconds: exact in Lua's numbers for centuries).
+_BLOCK_IDS = itertools.count(time.time_ns() // 1000)
 
 FINISHED: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -270,10 +277,20 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """The tokens a turn used, as the agent reported them."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
 class TurnEnd:
-    """The agent finished the prompt (``end_turn``, ``cancelled``, ``error``, ...)."""
+    """The agent finished the prompt (``end_turn``, ``cancelled``, ``error``, ...);
+    ``usage``: its tokens, when the agent says."""
 
     reason: str = "end_turn"
+    usage: Usage | None = None
 
 
 AgentEvent: TypeAlias = (
@@ -333,9 +350,12 @@ class Transcript:
     pending: list[str] = field(default_factory=list)  # call ids
 
     def new_block(self, kind: Any, **values: Any) -> Block:
+        """A new block at the end; its id is unique in the host process (a new
+        conversation, or an agent restarted, never reuses one: the panel keeps its
+        blocks by id)."""
         if "text" in values:
             values["parts"] = [values.pop("text")]
-        block = Block(len(self.blocks) + 1, kind, **values)
+        block = Block(next(_BLOCK_IDS), kind, **values)
         self.blocks.append(block)
         return block
 

@@ -54,7 +54,7 @@ class _Twin:
 
 
 class DiffReview:
-    """:class:`~.session.EditReview` over diff.lua. Use on the session's loop."""
+    """:class:`~.confirmations.EditReview` over diff.lua. Use on the session's loop."""
 
     def __init__(
         self,

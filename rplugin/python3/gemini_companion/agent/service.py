@@ -144,6 +144,7 @@ class AgentService:
     def _create(self, options: AgentOptions) -> None:
         from ..nvim_editor import NvimEditor
         from .consent import refused
+        from .conversation import Conversation
         from .review import DiffReview
         from .session import AgentSession
         from .view import PanelView
@@ -176,14 +177,15 @@ class AgentService:
         self._review = DiffReview(
             self._editor, answered, context.paths, self._ide_notify, expecting, refusal=refusal
         )
-        view = PanelView(self._editor)
+        conversation = Conversation()
+        view = PanelView(self._editor, conversation.id)
         address = os.environ.get("NVIM")
         if address and isinstance(self._editor, NvimEditor):
             # The address of the Neovim that started the host (it gives it to its
             # jobs): batches go over the session's own connection to it once it is
             # up (nvim_channel.py), through pynvim until then.
             self._spawn(view.connect(address), self._connecting)
-        session = AgentSession(transport, view, self._review)
+        session = AgentSession(transport, view, self._review, conversation)
         holder.append(session)
         self._session = session
         self._options = options
@@ -205,7 +207,10 @@ class AgentService:
             self._editor.notify("Gemini agent: the agent panel is not open (:GeminiAgent)", 3)
             return
         if action == "stop":
+            # Over at once (before any later request): the agent's end, which may
+            # take seconds, changes nothing the next conversation shows.
             self._session = None
+            session.halt()
             self._spawn(session.stop(), self._stopping)
             return
         session.request(action, args)

@@ -25,14 +25,17 @@ Operations (drawn by lua/gemini_companion/agent/transcript.lua ``_apply``):
 ``{"op": "bottom"}``
     the transcript's windows show its last line.
 
+A view made for a conversation starts each batch with ``{"op": "conversation",
+"id"}``, the conversation it describes: the panel drops a batch of a conversation
+older than the newest it has drawn (one stopped, whose agent is still ending).
+
 Everything sent is valid UTF-8 (lone surrogates an agent sent in JSON become
 U+FFFD, and the user is told once), and no transcript line is longer than
 :data:`MAX_LINE` characters: a huge line is cut with a note, so Neovim's memory
 for the transcript is bounded by what it shows.
 
-Long because :class:`PanelView` is one state machine (the outbox, the batch in
-flight, its answer over the channel or through pynvim's thread), read in one piece;
-what stands alone is out (view_text.py, burst.py, nvim_channel.py).
+What stands alone is out: view_text.py (valid text, cut lines), burst.py,
+nvim_channel.py.
 """
 
 from __future__ import annotations
@@ -68,14 +71,13 @@ class PanelView:
     there: no wake-up for it); the socket is watched only while something waits
     for it (a batch, or :meth:`drained`). Through the editor (pynvim, without the
     channel), the batch in flight is answered on another thread (pynvim's loop,
-    nvim_editor.py): when the next batch is plain text and blocks, it is sent from
-    there at once; a batch that carries the agent's state (built from the session)
-    goes from the session's loop. What both threads share is under :attr:`_lock`.
+    nvim_editor.py), and the answer hops to the session's loop: the view's state
+    is touched on that loop only.
     """
 
-    def __init__(self, editor: Editor) -> None:
+    def __init__(self, editor: Editor, conversation: int | None = None) -> None:
         self._editor = editor
-        self._lock = threading.Lock()
+        self._conversation = conversation
         self._outbox: list[dict[str, Any]] = []
         self._blocks: dict[int, dict[str, Any]] = {}  # block ops in the outbox, by id
         self._joined: list[dict[str, Any]] = []  # append ops in the outbox with "parts"
@@ -115,31 +117,30 @@ class PanelView:
 
     def push(self, op: dict[str, Any]) -> None:
         kind = op["op"]
-        with self._lock:
-            last = self._outbox[-1] if self._outbox else None
-            if (
-                kind == "append"
-                and last is not None
-                and last["op"] == "append"
-                and last["id"] == op["id"]
-                and last["prefix"] == op["prefix"]
-            ):
-                self._join(last, op["text"])
-            elif kind == "state":
-                self._state_due = True  # drawn last in the next batch, built then
-            elif kind == "block" and (same := self._blocks.get(op["id"])):
-                # No append can follow a whole block's lines, so replacing is safe.
-                same["lines"] = op["lines"]
-                same["pending"] = op.get("pending")
-            else:
-                self._outbox.append(op)
-                if kind == "block":
-                    self._blocks[op["id"]] = op
-            if self._scheduled or (self._in_flight and not self._polled):
-                return
-            # Everything pushed in this turn of the loop goes in the same batch; over
-            # the channel, the flush first reads whether the batch in flight is drawn.
-            self._scheduled = True
+        last = self._outbox[-1] if self._outbox else None
+        if (
+            kind == "append"
+            and last is not None
+            and last["op"] == "append"
+            and last["id"] == op["id"]
+            and last["prefix"] == op["prefix"]
+        ):
+            self._join(last, op["text"])
+        elif kind == "state":
+            self._state_due = True  # drawn last in the next batch, built then
+        elif kind == "block" and (same := self._blocks.get(op["id"])):
+            # No append can follow a whole block's lines, so replacing is safe.
+            same["lines"] = op["lines"]
+            same["pending"] = op.get("pending")
+        else:
+            self._outbox.append(op)
+            if kind == "block":
+                self._blocks[op["id"]] = op
+        if self._scheduled or (self._in_flight and not self._polled):
+            return
+        # Everything pushed in this turn of the loop goes in the same batch; over
+        # the channel, the flush first reads whether the batch in flight is drawn.
+        self._scheduled = True
         self._schedule()
 
     def _schedule(self) -> None:
@@ -186,28 +187,27 @@ class PanelView:
             if not text:
                 return
         # push()'s append, inline: the one operation of a stream.
-        with self._lock:
-            outbox = self._outbox
-            last = outbox[-1] if outbox else None
-            if (
-                last is not None
-                and last["op"] == "append"
-                and last["id"] == block_id
-                and last["prefix"] == prefix
-            ):
-                parts = last.get("parts")
-                if parts is None:
-                    self._join(last, text)
-                else:
-                    parts.append(text)
+        outbox = self._outbox
+        last = outbox[-1] if outbox else None
+        if (
+            last is not None
+            and last["op"] == "append"
+            and last["id"] == block_id
+            and last["prefix"] == prefix
+        ):
+            parts = last.get("parts")
+            if parts is None:
+                self._join(last, text)
             else:
-                outbox.append({"op": "append", "id": block_id, "prefix": prefix, "text": text})
-            # Not _polled: a property's call per chunk.
-            if self._scheduled or (
-                self._in_flight and not (self._channel_batch and not self._watching)
-            ):
-                return
-            self._scheduled = True
+                parts.append(text)
+        else:
+            outbox.append({"op": "append", "id": block_id, "prefix": prefix, "text": text})
+        # Not _polled: a property's call per chunk.
+        if self._scheduled or (
+            self._in_flight and not (self._channel_batch and not self._watching)
+        ):
+            return
+        self._scheduled = True
         self._schedule()
 
     def state(self, state: Mapping[str, Any] | Callable[[], Mapping[str, Any]]) -> None:
@@ -236,7 +236,7 @@ class PanelView:
         return state
 
     def _join(self, op: dict[str, Any], text: str) -> None:
-        """Append ``text`` to the append ``op`` in the outbox (under the lock): joined
+        """Append ``text`` to the append ``op`` in the outbox: joined
         when the batch goes (``+=`` would copy the text per chunk)."""
         parts = op.get("parts")
         if parts is None:
@@ -246,7 +246,7 @@ class PanelView:
             parts.append(text)
 
     def _take(self) -> list[dict[str, Any]]:
-        """The outbox as a batch to send (under the lock): appends joined."""
+        """The outbox as a batch to send: appends joined."""
         batch, self._outbox = self._outbox, []
         if self._blocks:
             self._blocks = {}
@@ -293,17 +293,16 @@ class PanelView:
                 # The poll read the channel's end (Neovim closed it): the batch goes
                 # through the editor.
                 channel = None
-        with self._lock:
-            self._scheduled = False
-            if self._in_flight:
-                return  # sent when the batch in flight is drawn
-            due, self._state_due = self._state_due, False
-            batch = self._take()
-            if not batch and not due:
-                idle = True
-            else:
-                idle = False
-                self._in_flight = True
+        self._scheduled = False
+        if self._in_flight:
+            return  # sent when the batch in flight is drawn
+        due, self._state_due = self._state_due, False
+        batch = self._take()
+        if not batch and not due:
+            idle = True
+        else:
+            idle = False
+            self._in_flight = True
         if idle:
             self._wake()
             return
@@ -319,6 +318,8 @@ class PanelView:
         """Send ``batch`` over ``channel`` (the session's own, from its loop), or
         through the editor without one."""
         self.batches += 1
+        if self._conversation is not None:
+            batch.insert(0, {"op": "conversation", "id": self._conversation})
         # Not sent over a closed channel (or one failing as it is written): through
         # the editor then, never lost.
         if channel is not None and channel.call(
@@ -340,9 +341,8 @@ class PanelView:
             # Closed by close(): the answer may have been drawn, just not read yet.
             closing = self._channel is None
             (log.info if closing else log.error)("drawing the agent panel failed: %s", error)
-        with self._lock:
-            self._in_flight = False
-            more = bool(self._outbox) or self._state_due
+        self._in_flight = False
+        more = bool(self._outbox) or self._state_due
         if self._flushing:
             return
         if more:
@@ -356,47 +356,40 @@ class PanelView:
         self._wake()
 
     def _drawn(self, future: concurrent.futures.Future[Any] | asyncio.Future[Any]) -> None:
-        """A batch is drawn (on whichever thread answered it): send the next one from
-        here when it is plain operations; the state is built on the session's loop."""
+        """A batch sent through the editor is drawn, on whichever thread answered it
+        (pynvim's): nothing of the view is touched there, the answer hops to the
+        session's loop."""
         exc = future.exception() if not future.cancelled() else None
         if exc is not None:
             log.error("drawing the agent panel failed: %s", exc)
-        batch: list[dict[str, Any]] = []
-        with self._lock:
-            if self._state_due:
-                self._in_flight = False
-                self._scheduled = True
-                hop: Callable[[], None] | None = self._flush
-            elif self._outbox:
-                batch = self._take()
-                hop = None
-            else:
-                self._in_flight = False
-                hop = self._wake if self._waiting else None
-        if batch:
-            self._send(batch, self._channel_here())
-        elif hop is not None and self._loop is not None:
+        if self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                self._loop.call_soon_threadsafe(hop)
+                self._loop.call_soon_threadsafe(self._editor_drawn)
+
+    def _editor_drawn(self) -> None:
+        """On the session's loop: the batch in flight is drawn; send what waits."""
+        self._in_flight = False
+        if self._outbox or self._state_due:
+            self._flush()
+        else:
+            self._wake()
 
     def _wake(self) -> None:
         """On the session's loop: release drained() callers when nothing waits."""
-        with self._lock:
-            if self._in_flight or self._scheduled or self._outbox or self._state_due:
-                return
-            waiting, self._waiting = self._waiting, []
+        if self._in_flight or self._scheduled or self._outbox or self._state_due:
+            return
+        waiting, self._waiting = self._waiting, []
         for future in waiting:
             if not future.done():
                 future.set_result(None)
 
     async def drained(self) -> None:
         """Wait until everything pushed so far has been drawn."""
-        with self._lock:
-            if not (self._in_flight or self._scheduled or self._outbox or self._state_due):
-                return
-            future = asyncio.get_running_loop().create_future()
-            self._waiting.append(future)
-            watch = self._in_flight and self._channel_batch and not self._watching
+        if not (self._in_flight or self._scheduled or self._outbox or self._state_due):
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append(future)
+        watch = self._in_flight and self._channel_batch and not self._watching
         if watch and (channel := self._channel_here()) is not None:
             self._watching = True
             channel.watch(True)

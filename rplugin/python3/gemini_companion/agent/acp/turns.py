@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ..model import FINISHED, Notice, TurnEnd
+from ..model import FINISHED, Notice, TurnEnd, Usage
 from ..transport import TransportError
 from .client_requests import AcpClientRequests
 
@@ -42,7 +42,7 @@ class AcpTurns(AcpClientRequests):
         }
         if reason in notes:
             self._emit(Notice(notes[reason], "warning"))
-        self._emit(TurnEnd(reason))
+        self._emit(TurnEnd(reason, turn_usage(raw)))
 
     async def _wait_settled(self) -> None:
         """Until the turn ended (its error raised here) or the agent waits for the user."""
@@ -81,3 +81,21 @@ class AcpTurns(AcpClientRequests):
             final = status or "cancelled"
             self._emit(updates.put(call.but(status=final, confirmation=None)))
         self._aliases.clear()
+
+
+def turn_usage(raw: Any) -> Usage | None:
+    """The tokens of a turn from the answer to ``session/prompt``: Gemini CLI 0.61.0's
+    ``_meta.quota.token_count`` (``input_tokens``, ``output_tokens``), else the
+    draft ``usage`` (``inputTokens``, ``outputTokens``); None when it says neither."""
+    if not isinstance(raw, Mapping):
+        return None
+    meta = raw.get("_meta")
+    quota = meta.get("quota") if isinstance(meta, Mapping) else None
+    count = quota.get("token_count") if isinstance(quota, Mapping) else None
+    keys = ("input_tokens", "output_tokens")
+    if not isinstance(count, Mapping):
+        count, keys = raw.get("usage"), ("inputTokens", "outputTokens")
+    if not isinstance(count, Mapping):
+        return None
+    tokens = [n for key in keys if type(n := count.get(key)) is int and n >= 0]
+    return Usage(tokens[0], tokens[1]) if len(tokens) == 2 else None
