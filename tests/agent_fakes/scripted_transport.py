@@ -62,6 +62,7 @@ class ScriptedTransport(Transport):
         self._connected = False
         self._calls: dict[str, ToolCall] = {}
         self._cancelled = asyncio.Event()
+        self._after = "After the tool."  # what the agent says once the tools are answered
 
     def _log(self, **record: Any) -> None:
         path = os.environ.get("SCRIPTED_TRANSPORT_LOG")
@@ -117,7 +118,10 @@ class ScriptedTransport(Transport):
         elif text == "think":
             self.events.emit(ThoughtChunk("Reading the files\nthen more", subject="Planning"))
             self.events.emit(MessageChunk("Thought done."))
-        elif text in ("shell", "two"):
+        elif text in ("shell", "two", "shell long"):
+            # "shell long": a long answer after the tool, longer than the panel.
+            long = "\n".join(f"After the tool, line {n}." for n in range(60))
+            self._after = long if text == "shell long" else "After the tool."
             self._ask("call-1", "exec", "ls -la")
             if text == "two":
                 self._ask("call-2", "exec", "rm -rf build")
@@ -210,7 +214,7 @@ class ScriptedTransport(Transport):
             self._update(call.but(status="executing", live_output="line 1\n"))
             self._update(call.but(status="succeeded", result="ok"))
         if not any(c.confirmation and c.status == "pending" for c in self._calls.values()):
-            self.events.emit(MessageChunk("After the tool."))
+            self.events.emit(MessageChunk(self._after))
             self.events.emit(TurnEnd())
 
     async def cancel(self) -> None:

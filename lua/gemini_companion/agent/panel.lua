@@ -324,8 +324,20 @@ local function follow_resizes()
   })
 end
 
+--- In the prompt window (the current one), Insert mode at the end of the prompt:
+--- the keys typed next are the prompt's text (`agent.panel.insert`).
+function M.start_insert()
+  local buf = M.prompt_buffer()
+  local last = api.nvim_buf_line_count(buf)
+  local line = api.nvim_buf_get_lines(buf, last - 1, last, false)[1] or ""
+  api.nvim_win_set_cursor(0, { last, #line })
+  -- Like `A`: the cursor after the line's last character.
+  vim.cmd.startinsert({ bang = true })
+end
+
 --- Open the panel in the current tab (or complete it when one of its windows was
---- closed). `enter`: put the cursor in the prompt.
+--- closed). `enter`: put the cursor in the prompt (in Insert mode unless
+--- `agent.panel.insert` is false).
 ---@param opts? { enter?: boolean }
 function M.open(opts)
   local enter = not opts or opts.enter ~= false
@@ -357,6 +369,9 @@ function M.open(opts)
   follow_resizes()
   if enter then
     api.nvim_set_current_win(pwin)
+    if cfg.insert then
+      M.start_insert()
+    end
   elseif api.nvim_win_is_valid(from) then
     api.nvim_set_current_win(from)
   end
