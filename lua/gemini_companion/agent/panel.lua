@@ -277,25 +277,42 @@ local function prompt_window_options(win)
   wo.winfixheight = true
   wo.winfixwidth = true
   wo.wrap = true
-  -- Cut at its end (%<) in a narrow panel: `? keys` first stays readable.
+  -- Fitted to the window (prompt_status); %< cuts it at its end if it still
+  -- does not fit.
   wo.statusline = " %{v:lua.require'gemini_companion.agent.panel'.prompt_status()}%<"
 end
 
 --- The prompt window's status line: `?`, the keys that send, the context words;
---- the most useful first, as a narrow panel shows only its start.
+--- in a narrow window the least useful go first (the context words, then the
+--- long form of the keys that send), so what is shown is never cut mid-word.
 ---@return string
 function M.prompt_status()
   local keys = config().keymaps
-  local parts = {}
-  if keys.send then
-    parts[#parts + 1] = keys.send
+  -- A %{} item is evaluated with the status line's window as the current one.
+  local width = api.nvim_win_get_width(0) - 2
+  local state = require("gemini_companion.agent.state")
+  ---@param long boolean
+  local function parts(long)
+    local list = {}
+    if keys.help then
+      list[#list + 1] = { keys.help .. " keys", 1 }
+    end
+    local send = {}
+    if keys.send then
+      send[#send + 1] = keys.send
+    end
+    if keys.send_insert then
+      send[#send + 1] = keys.send_insert .. (long and " (insert)" or "")
+    end
+    if #send > 0 then
+      list[#list + 1] = { table.concat(send, long and " / " or "/") .. " sends", 2 }
+    end
+    list[#list + 1] = { "@file #buffer", 3 }
+    return list
   end
-  if keys.send_insert then
-    parts[#parts + 1] = keys.send_insert .. " (insert)"
-  end
-  local line = #parts > 0 and (table.concat(parts, " / ") .. " sends  @file #buffer") or "@file #buffer"
-  if keys.help then
-    line = keys.help .. " keys  " .. line
+  local line = state.fit(parts(true), width)
+  if not line:find(" sends", 1, true) then
+    line = state.fit(parts(false), width)
   end
   return line
 end

@@ -21,32 +21,100 @@ end
 ---@type table<integer, true> the transcript windows the panel opened
 local panel_windows = {}
 
---- `header()` as a 'statusline' value: set when the state changes, not an
---- expression Neovim evaluates at every redraw of a streaming answer.
+--- `header()` as a 'statusline' value for a window `width` columns wide: set when
+--- the state changes (and the window's width), not an expression Neovim evaluates
+--- at every redraw of a streaming answer.
+---@param width? integer
 ---@return string
-function M.status_line()
-  return " " .. M.header():gsub("%%", "%%%%") .. "%<"
+function M.status_line(width)
+  return " " .. M.header(width and width - 2 or nil):gsub("%%", "%%%%") .. "%<"
 end
+
+---@param win integer
+local function set_status_line(win)
+  vim.wo[win][0].statusline = M.status_line(vim.api.nvim_win_get_width(win))
+end
+
+local resize_group = nil
 
 --- Show the header in window `win`'s status line from now on (panel.lua, when it
 --- opens a transcript window).
 ---@param win integer
 function M.show_in(win)
   panel_windows[win] = true
-  vim.wo[win][0].statusline = M.status_line()
+  set_status_line(win)
+  if not resize_group then
+    -- A narrower window drops the header's least important parts.
+    resize_group = vim.api.nvim_create_augroup("gemini_companion_agent_header", { clear = true })
+    vim.api.nvim_create_autocmd({ "WinResized", "VimResized" }, {
+      group = resize_group,
+      callback = function()
+        M.set_status_lines()
+      end,
+    })
+  end
 end
 
 --- Write the current header into the status lines of the panel's transcript windows.
 function M.set_status_lines()
-  local line = nil
   for win in pairs(panel_windows) do
     if vim.api.nvim_win_is_valid(win) then
-      line = line or M.status_line()
-      vim.wo[win][0].statusline = line
+      set_status_line(win)
     else
       panel_windows[win] = nil
     end
   end
+end
+
+--- `parts` ({ text, priority }, in the order shown) joined by two spaces, the least
+--- important (highest priority number) left out until the rest fits `width`
+--- columns. The most important part is always kept (the line cuts it, at worst).
+---@param parts { [1]: string, [2]: integer }[]
+---@param width? integer
+---@return string
+function M.fit(parts, width)
+  local kept = {}
+  for i = 1, #parts do
+    kept[i] = true
+  end
+  local function joined()
+    local texts = {}
+    for i, part in ipairs(parts) do
+      if kept[i] then
+        texts[#texts + 1] = part[1]
+      end
+    end
+    return table.concat(texts, "  ")
+  end
+  local line = joined()
+  local order = {}
+  for i = 1, #parts do
+    order[i] = i
+  end
+  table.sort(order, function(a, b)
+    return parts[a][2] > parts[b][2]
+  end)
+  for n = 1, #order - 1 do
+    if not width or vim.fn.strdisplaywidth(line) <= width then
+      break
+    end
+    kept[order[n]] = false
+    line = joined()
+  end
+  -- Put back a less important part that fits now (a short one after a long one left).
+  for n = #order - 1, 1, -1 do
+    local i = order[n]
+    if width and not kept[i] then
+      kept[i] = true
+      local wider = joined()
+      if vim.fn.strdisplaywidth(wider) <= width then
+        line = wider
+      else
+        kept[i] = false
+      end
+    end
+  end
+  return line
 end
 
 --- The agent is busy with a prompt or waits for the user's answer.
@@ -57,23 +125,28 @@ function M.busy()
 end
 
 --- The panel's status line: the summary (what the agent is doing), the protocol,
---- then the mode and model when the agent has them (ACP).
+--- then the mode and model when the agent has them (ACP). In `width` columns, the
+--- least important go first: the protocol, the model, the mode, the name.
+---@param width? integer
 ---@return string
-function M.header()
+function M.header(width)
   local s = M.current
-  -- The summary first: a narrow panel cuts the line at its end.
   local summary = M.summary()
-  local parts = summary ~= "" and { summary .. " ", "Gemini agent" } or { "Gemini agent" }
+  local parts = {}
+  if summary ~= "" then
+    parts[#parts + 1] = { summary, 1 }
+  end
+  parts[#parts + 1] = { "Gemini agent", 2 }
   if s.protocol then
-    parts[#parts + 1] = "(" .. s.protocol .. ")"
+    parts[#parts + 1] = { "(" .. s.protocol .. ")", 5 }
   end
   if s.mode then
-    parts[#parts + 1] = "mode: " .. s.mode
+    parts[#parts + 1] = { "mode: " .. s.mode, 3 }
   end
   if s.model then
-    parts[#parts + 1] = "model: " .. s.model
+    parts[#parts + 1] = { "model: " .. s.model, 4 }
   end
-  return table.concat(parts, "  ")
+  return M.fit(parts, width)
 end
 
 --- Short text for statuslines: "" when the agent is stopped or idle.
