@@ -7,8 +7,6 @@ client on the plugin's server."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from harness import Nvim
 from test_context import client, cursor, is_active, next_update, wait_update, write
 

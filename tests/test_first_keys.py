@@ -13,13 +13,17 @@ from harness import ROOT, Nvim, json_lines, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
-PROMPT = "return vim.api.nvim_buf_get_lines(require('gemini_companion.agent.panel').prompt_buffer(), 0, -1, false)"
+PROMPT = (
+    "return vim.api.nvim_buf_get_lines("
+    "require('gemini_companion.agent.panel').prompt_buffer(), 0, -1, false)"
+)
 
 # The transcript window's last shown row and the transcript's line count.
 SHOWN = """
 local win = require('gemini_companion.agent.panel').windows()
 local b = vim.api.nvim_win_get_buf(win)
-return { vim.api.nvim_win_call(win, function() return vim.fn.line('w$') end), vim.api.nvim_buf_line_count(b) }
+local last = vim.api.nvim_win_call(win, function() return vim.fn.line('w$') end)
+return { last, vim.api.nvim_buf_line_count(b) }
 """
 
 

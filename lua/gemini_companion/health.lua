@@ -224,8 +224,7 @@ local function check_sessions()
     local cfg = require("gemini_companion.config").get().terminal
     local on = require("gemini_companion.ide_mode").read(cfg.env).enabled == true
     health.info(
-      "no Gemini CLI connected: run :Gemini (or `gemini` in a :terminal)"
-        .. (on and "" or ", with IDE mode on (above)")
+      "no Gemini CLI connected: run :Gemini (or `gemini` in a :terminal)" .. (on and "" or ", with IDE mode on (above)")
     )
   end
 end

@@ -277,44 +277,9 @@ local function prompt_window_options(win)
   wo.winfixheight = true
   wo.winfixwidth = true
   wo.wrap = true
-  -- Fitted to the window (prompt_status); %< cuts it at its end if it still
+  -- Fitted to the window (status_lines.lua); %< cuts it at its end if it still
   -- does not fit.
-  wo.statusline = " %{v:lua.require'gemini_companion.agent.panel'.prompt_status()}%<"
-end
-
---- The prompt window's status line: `?`, the keys that send, the context words;
---- in a narrow window the least useful go first (the context words, then the
---- long form of the keys that send), so what is shown is never cut mid-word.
----@return string
-function M.prompt_status()
-  local keys = config().keymaps
-  -- A %{} item is evaluated with the status line's window as the current one.
-  local width = api.nvim_win_get_width(0) - 2
-  local state = require("gemini_companion.agent.state")
-  ---@param long boolean
-  local function parts(long)
-    local list = {}
-    if keys.help then
-      list[#list + 1] = { keys.help .. " keys", 1 }
-    end
-    local send = {}
-    if keys.send then
-      send[#send + 1] = keys.send
-    end
-    if keys.send_insert then
-      send[#send + 1] = keys.send_insert .. (long and " (insert)" or "")
-    end
-    if #send > 0 then
-      list[#list + 1] = { table.concat(send, long and " / " or "/") .. " sends", 2 }
-    end
-    list[#list + 1] = { "@file #buffer", 3 }
-    return list
-  end
-  local line = state.fit(parts(true), width)
-  if not line:find(" sends", 1, true) then
-    line = state.fit(parts(false), width)
-  end
-  return line
+  wo.statusline = " %{v:lua.require'gemini_companion.agent.status_lines'.prompt()}%<"
 end
 
 local resize_group = nil

@@ -66,57 +66,6 @@ function M.set_status_lines()
   end
 end
 
---- `parts` ({ text, priority }, in the order shown) joined by two spaces, the least
---- important (highest priority number) left out until the rest fits `width`
---- columns. The most important part is always kept (the line cuts it, at worst).
----@param parts { [1]: string, [2]: integer }[]
----@param width? integer
----@return string
-function M.fit(parts, width)
-  local kept = {}
-  for i = 1, #parts do
-    kept[i] = true
-  end
-  local function joined()
-    local texts = {}
-    for i, part in ipairs(parts) do
-      if kept[i] then
-        texts[#texts + 1] = part[1]
-      end
-    end
-    return table.concat(texts, "  ")
-  end
-  local line = joined()
-  local order = {}
-  for i = 1, #parts do
-    order[i] = i
-  end
-  table.sort(order, function(a, b)
-    return parts[a][2] > parts[b][2]
-  end)
-  for n = 1, #order - 1 do
-    if not width or vim.fn.strdisplaywidth(line) <= width then
-      break
-    end
-    kept[order[n]] = false
-    line = joined()
-  end
-  -- Put back a less important part that fits now (a short one after a long one left).
-  for n = #order - 1, 1, -1 do
-    local i = order[n]
-    if width and not kept[i] then
-      kept[i] = true
-      local wider = joined()
-      if vim.fn.strdisplaywidth(wider) <= width then
-        line = wider
-      else
-        kept[i] = false
-      end
-    end
-  end
-  return line
-end
-
 --- The agent is busy with a prompt or waits for the user's answer.
 ---@return boolean
 function M.busy()
@@ -146,7 +95,7 @@ function M.header(width)
   if s.model then
     parts[#parts + 1] = { "model: " .. s.model, 4 }
   end
-  return M.fit(parts, width)
+  return require("gemini_companion.agent.status_lines").fit(parts, width)
 end
 
 --- Short text for statuslines: "" when the agent is stopped or idle.
