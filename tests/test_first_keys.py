@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_setup import wait_agent
+from agent_setup import wait_agent, wait_transcript
 from harness import ROOT, Nvim, json_lines, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
@@ -91,3 +91,19 @@ def test_the_transcript_follows_an_answer_given_from_the_prompt(scripted_nvim: N
     wait_agent(nvim, "idle", lambda s: s["state"] == "idle")
     last, count = nvim.lua(SHOWN)
     assert last == count  # the transcript's last line is on screen
+
+
+def test_a_replayed_conversation_shows_the_users_words_and_attachment_lines(
+    scripted_nvim: Nvim,
+) -> None:
+    """The history gemini --acp replays when a conversation is resumed (the
+    scripted transport's "replay": its messages as 0.61.0 flattens them)."""
+    nvim = scripted_nvim
+    nvim.api.command("GeminiAgent replay")
+    shown = wait_transcript(nvim, "Notes read.")
+    assert "editor context" not in shown and "```json" not in shown, shown
+    assert "Content from" not in shown and "[Function Response" not in shown, shown
+    # As a live prompt is drawn: the words, then its attachments' lines.
+    assert "▍ You\nexplain #selection\n  @/w/code.py#L2-3\n\n▍ Gemini" in shown, shown
+    assert "▍ You\nand @notes.md?\n  @notes.md\n\n▍ Gemini" in shown, shown
+    assert shown.count("▍ You") == 3  # the replayed prompts and "replay" itself

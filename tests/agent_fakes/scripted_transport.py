@@ -26,6 +26,7 @@ from gemini_companion.agent.model import (
     ToolCall,
     ToolCallUpdate,
     TurnEnd,
+    UserMessage,
 )
 from gemini_companion.agent.transport import EventSink, Transport, TransportError
 
@@ -51,6 +52,32 @@ MARKDOWN_PART = (
     "```lua\nlocal function count(path)\n  return #vim.fn.readfile(path)\nend\n```\n\n"
     "- first point\n- second point\n\n"
 )
+
+
+# What gemini --acp 0.61.0 replays of a conversation in IDE mode (session/load):
+# each user-role message flattened to text, the editor context it added and the
+# result of a tool among them.
+REPLAYED = [
+    (
+        "user",
+        "Here is the user's editor context as a JSON object. This is for your information"
+        ' only.\n```json\n{\n  "activeFile": {\n    "path": "/w/code.py"\n  }\n}\n```',
+    ),
+    (
+        "user",
+        "explain #selection\n--- Content from referenced context ---\n"
+        "Content from @file:///w/code.py#L2-3:\nb = 2\nc = 3\n",
+    ),
+    ("agent", "It adds numbers."),
+    ("user", "[Function Response: write_file]"),
+    ("agent", "Written."),
+    (
+        "user",
+        "and @notes.md?\n--- Content from referenced files ---\n"
+        "Content from @notes.md:\nsome notes\n--- End of content ---",
+    ),
+    ("agent", "Notes read."),
+]
 
 
 class ScriptedTransport(Transport):
@@ -115,6 +142,11 @@ class ScriptedTransport(Transport):
                 self._log(call="ping", n=i, ns=time.monotonic_ns())
                 self.events.emit(MessageChunk(f"ping-{i}\n"))
                 await asyncio.sleep(0.02)
+        elif text == "replay":
+            # A resumed conversation's history as gemini --acp 0.61.0 replays it
+            # (REPLAYED, below): user messages, the CLI's own among them.
+            for kind, said in REPLAYED:
+                self.events.emit(UserMessage(said) if kind == "user" else MessageChunk(said))
         elif text == "think":
             self.events.emit(ThoughtChunk("Reading the files\nthen more", subject="Planning"))
             self.events.emit(MessageChunk("Thought done."))

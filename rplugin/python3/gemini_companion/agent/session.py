@@ -25,7 +25,7 @@ import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, Protocol
 
-from . import render
+from . import render, replayed
 from .model import (
     REJECT_KINDS,
     AgentEvent,
@@ -155,6 +155,7 @@ class AgentSession:
         # and whether each was the transcript's first.
         self._replayed: set[int] = set()
         self._replayed_first: dict[int, bool] = {}
+        self._replayed_attachments: dict[int, list[str]] = {}
         self._stopped = False
 
     # -- state ---------------------------------------------------------------------------
@@ -283,8 +284,13 @@ class AgentSession:
         self.view.append(last.id, text)
 
     def _replayed_prompt(self, text: str) -> None:
-        """A prompt of a resumed conversation, drawn as a live one; the chunks of one
-        message join its block."""
+        """A prompt of a resumed conversation, drawn as a live one: the user's words
+        and the attachment lines, not what the CLI wrote itself (replayed.py); the
+        chunks of one message join its block."""
+        words = replayed.user_words(text)
+        if words is None:
+            return
+        text, attachments = words
         last = self.transcript.last
         if last is not None and last.kind == "prompt" and last.id in self._replayed:
             last.append(text)
@@ -293,7 +299,9 @@ class AgentSession:
             last = self.transcript.new_block("prompt", text=text)
             self._replayed.add(last.id)
             self._replayed_first[last.id] = first
-        lines = render.prompt_lines(last.text, [], self._replayed_first[last.id])
+        shown = self._replayed_attachments.setdefault(last.id, [])
+        shown.extend(a for a in attachments if a not in shown)
+        lines = render.prompt_lines(last.text, shown, self._replayed_first[last.id])
         self.view.block(last.id, lines, "prompt")
 
     def _thought(self, event: ThoughtChunk) -> None:
