@@ -7,7 +7,8 @@ in IDE mode ("Here is the user's editor context as a JSON object. ...") and the
 tool results it sends back (``[Function Response: write_file]``). And a prompt's
 text is followed by what it attached: ``--- Content from referenced files ---``
 or ``--- Content from referenced context ---``, then ``Content from @<path>:``
-and the content, for each attachment.
+and the content, for each attachment; the mentions of the files attached as
+links end the prompt's own text (`` @/abs/path``).
 
 :func:`user_words` keeps the user's words and names the attachments, which the
 transcript draws as the attachment lines (``@path``) of a live prompt.
@@ -29,12 +30,13 @@ _ATTACHMENT = re.compile(r"^Content from @(.+):$", re.MULTILINE)
 
 
 def _mention(spec: str) -> str:
-    """``@path`` as the live prompt shows it (``file://`` URIs as paths)."""
+    """``@path`` as the live prompt shows it: a ``file://`` URI as its path, one
+    line as ``#L3`` (the CLI says ``#L3-3``)."""
     if spec.startswith("file://"):
         parts = urlsplit(spec)
         path = unquote(parts.path)
         spec = f"{path}#{parts.fragment}" if parts.fragment else path
-    return f"@{spec}"
+    return "@" + re.sub(r"#L(\d+)-\1$", r"#L\1", spec)
 
 
 def user_words(text: str) -> tuple[str, list[str]] | None:
@@ -49,9 +51,21 @@ def user_words(text: str) -> tuple[str, list[str]] | None:
     if found is None:
         return text, []
     words, attached = text[: found.start()], text[found.start() :]
-    mentions: list[str] = []
-    for spec in _ATTACHMENT.findall(attached):
-        mention = _mention(spec)
-        if mention not in mentions:
-            mentions.append(mention)
-    return words.rstrip("\n"), mentions
+    specs = list(dict.fromkeys(_ATTACHMENT.findall(attached)))
+    mentions = list(dict.fromkeys(_mention(spec) for spec in specs))
+    # The CLI's text of a prompt ends in the mentions of what the panel attached
+    # (" @/abs/path", "@file:///abs/path#L1-1"): the attachment lines say them.
+    # Listed in that order, as the live prompt lists them.
+    ends = {f"@{spec}": _mention(spec) for spec in specs} | {m: m for m in mentions}
+    words = words.rstrip()
+    listed: list[str] = []
+    trimmed = True
+    while trimmed:
+        trimmed = False
+        for end, mention in ends.items():
+            if words.endswith(end):
+                words = words[: -len(end)].rstrip()
+                if mention not in listed:
+                    listed.insert(0, mention)
+                trimmed = True
+    return words, listed + [m for m in mentions if m not in listed]
