@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from agent_setup import panel_window, screen_rows, status_row, wait_transcript
-from harness import ROOT, Nvim
+from harness import ROOT, Nvim, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
@@ -99,3 +99,19 @@ def test_the_transcripts_status_line_drops_its_least_important_parts_first(
     nvim.lua("require('gemini_companion.agent.panel').open({ enter = false })")
     nvim.lua(ACP_STATE)
     assert transcript_status(nvim).rstrip() == shown
+
+
+def test_the_statusline_component_drops_its_least_important_parts_first(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    """An agent's edit waits in its diff tab: the component says the agent waits
+    and a diff does; in fewer columns the agent's state goes first (issue 32)."""
+    nvim = panel_nvim(nvim_factory, tmp_path, 80)
+    nvim.api.command("GeminiAgent edit")
+    render = "return require('gemini_companion').statusline({ highlight = false, max_width = ... })"
+    full = "Gemini agent: waiting for you diff"
+    plain = "return require('gemini_companion').statusline({ highlight = false })"
+    wait_for(lambda: nvim.lua(plain) == full, 15, "the edit waiting in its diff tab")
+    assert nvim.lua(render, len(full)) == full
+    assert nvim.lua(render, 20) == "Gemini diff"
+    assert nvim.lua(render, 6) == "Gemini"
