@@ -121,11 +121,8 @@ local function auto_start()
       -- first start runs the build, in the background.
       local python = require("gemini_companion.python")
       if not python.build_info() and not python.user_host_prog() then
-        vim.notify(
-          "gemini-companion: first start: running the build step in the background (Python packages, "
-            .. "registration); the companion starts when it is done",
-          vim.log.levels.INFO
-        )
+        -- One short line: longer, Neovim asks to "Press ENTER" at 80 columns.
+        vim.notify("gemini-companion: first start: running the build step", vim.log.levels.INFO)
         require("gemini_companion.build").start()
         return
       end

@@ -69,12 +69,11 @@ def offline(demo: Path, gemini: str) -> dict[str, object]:
     }
 
 
+# One short line each: longer than the screen's last line (under 68 columns at
+# 80), Neovim asks to "Press ENTER" before the demo can be used.
 WELCOME = {
-    "offline": (
-        "gemini-companion offline demo: :Gemini opens the Gemini CLI (canned answers, no account). "
-        "It proposes an edit of hello.py; review it in the diff tab, then :GeminiAccept or :w."
-    ),
-    "live": "gemini-companion: :Gemini opens the Gemini CLI (the first time: /ide enable).",
+    "offline": "gemini-companion demo: :Gemini, review its edit, then :w",
+    "live": "gemini-companion: :Gemini opens the Gemini CLI",
 }
 
 

@@ -94,7 +94,7 @@ def test_the_panel_opens_sends_with_enter_and_streams_the_answer(
     assert sorted(panel_windows(nvim)) == ["", "gemini_agent", "gemini_agent_prompt"]
     assert nvim.api.eval("&filetype") == "gemini_agent_prompt"  # the cursor is in the prompt
     nvim.api.current.buffer[:] = ["hello", "agent"]
-    nvim.api.input("<CR>")
+    nvim.api.input("<Esc><CR>")  # it opens in Insert mode; <CR> sends in Normal mode
     text = wait_transcript(nvim, "Hello, world")
     assert "▍ You\nhello\nagent\n\n▍ Gemini\n\nHello, world" in text
     assert nvim.api.current.buffer[:] == [""]  # sent, so cleared
@@ -323,7 +323,7 @@ def test_cancel_stops_a_running_prompt_and_a_new_one_works(
     # A second prompt while busy is refused, and the text stays in the prompt buffer.
     nvim.lua("require('gemini_companion.agent').open()")
     nvim.api.current.buffer[:] = ["not yet"]
-    nvim.api.input("<CR>")
+    nvim.api.input("<Esc><CR>")
     wait_for(
         lambda: nvim.lua("return #require('gemini_companion.agent.panel').history_entries()") == 1,
         5,

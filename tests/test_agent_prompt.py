@@ -285,7 +285,7 @@ def test_question_mark_lists_the_panels_keys(nvim_factory: Callable[..., Nvim], 
     nvim = nvim_factory(cwd=work)
     nvim.wait_running()
     nvim.api.command("GeminiAgent")
-    nvim.api.input("?")
+    nvim.api.input("<Esc>?")  # a Normal mode key; the panel opens in Insert mode
     lines = wait_for(
         lambda: (
             nvim.lua(

@@ -142,7 +142,7 @@ def test_the_renderer_draws_a_streamed_answer_while_you_type_in_the_prompt(
     insert mode (`<C-s>` keeps it there): the renderer draws its heading and its
     code fence without the user moving into the transcript."""
     nvim.api.command("GeminiAgent")
-    nvim.api.input("imarkdown<C-s>")
+    nvim.api.input("<Esc>imarkdown<C-s>")
     answered(nvim)
     heading, fence = line_index(nvim, "## Summary"), line_index(nvim, "```lua")
     code = fence + 1
@@ -164,7 +164,7 @@ def test_the_panel_works_under_the_renderer(nvim: Nvim, renderer: Renderer, log_
     """Role lines, a permission shown with its options and answered, the turn going
     on: all as without a renderer."""
     nvim.api.command("GeminiAgent")
-    nvim.api.input("imarkdown<C-s>")
+    nvim.api.input("<Esc>imarkdown<C-s>")
     answered(nvim)
     nvim.api.input("shell<C-s>")
     wait_transcript(nvim, ":GeminiAccept [option] or :GeminiReject")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from agent_setup import panel_window, screen_rows, status_row, wait_transcript
-from harness import ROOT, Nvim
+from harness import ROOT, Nvim, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
 
@@ -69,5 +69,49 @@ def test_the_prompts_status_line_starts_with_the_help_key_in_a_narrow_panel(
     nvim = panel_nvim(nvim_factory, tmp_path, 80)
     nvim.api.command("GeminiAgent")
     status = status_row(nvim, panel_window(nvim, 2))
-    assert status.startswith(" ? keys  <CR> / <C-s> (insert)"), status
-    assert status.rstrip().endswith(">"), status  # cut at its end, where it is least useful
+    # 32 columns: the context words go, the keys that send are said short, and
+    # nothing is cut mid-word (issue 32).
+    assert status.rstrip() == " ? keys  <CR>/<C-s> sends", status
+
+
+# The transcript window's status line with the state an ACP agent publishes.
+ACP_STATE = """
+require('gemini_companion.agent.state')._update({
+  state = 'working', protocol = 'acp', mode = 'default', model = 'gemini-2.5-pro',
+})
+"""
+
+
+@pytest.mark.parametrize(
+    ("columns", "shown"),
+    [
+        (200, " agent: working  Gemini agent  (acp)  mode: default  model: gemini-2.5-pro"),
+        (120, " agent: working  Gemini agent  mode: default"),
+        (100, " agent: working  Gemini agent  (acp)"),
+        (50, " agent: working"),
+    ],
+)
+def test_the_transcripts_status_line_drops_its_least_important_parts_first(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path, columns: int, shown: str
+) -> None:
+    """The panel is 40 % of the screen: 80, 48, 40 and 20 columns (issue 32)."""
+    nvim = panel_nvim(nvim_factory, tmp_path, columns)
+    nvim.lua("require('gemini_companion.agent.panel').open({ enter = false })")
+    nvim.lua(ACP_STATE)
+    assert transcript_status(nvim).rstrip() == shown
+
+
+def test_the_statusline_component_drops_its_least_important_parts_first(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    """An agent's edit waits in its diff tab: the component says the agent waits
+    and a diff does; in fewer columns the agent's state goes first (issue 32)."""
+    nvim = panel_nvim(nvim_factory, tmp_path, 80)
+    nvim.api.command("GeminiAgent edit")
+    render = "return require('gemini_companion').statusline({ highlight = false, max_width = ... })"
+    full = "Gemini agent: waiting for you diff"
+    plain = "return require('gemini_companion').statusline({ highlight = false })"
+    wait_for(lambda: nvim.lua(plain) == full, 15, "the edit waiting in its diff tab")
+    assert nvim.lua(render, len(full)) == full
+    assert nvim.lua(render, 20) == "Gemini diff"
+    assert nvim.lua(render, 6) == "Gemini"

@@ -173,7 +173,10 @@ def test_the_build_links_the_extension_and_leaves_trust_and_settings_as_they_wer
         "source": str(plugin / "gemini-extension"),
         "type": "link",
     }
-    assert any(f"linked into {home}/.gemini/extensions" in n for n in notes), notes
+    # lazy.nvim shows the whole line; the echo of :GeminiCompanionBuild cuts it to
+    # one line of the message area (no "Press ENTER").
+    said = f"linked into {home}/.gemini/extensions" if via == "lazy" else "extension: linked into"
+    assert any(said in n for n in notes), notes
 
     # The real CLI (run elsewhere, so its own start-up files do not muddle the above)
     # loads it: enabled, with the server the terminal's variables name.

@@ -89,6 +89,19 @@ function M.exec(cmd, opts)
   return coroutine.yield()
 end
 
+--- Show `text` as one line of the message area, cut to the columns it has left of
+--- 'showcmd' and 'ruler' (|v:echospace|): longer, or on two lines, Neovim would
+--- ask to "Press ENTER" at each step of the build.
+---@param text string
+function M.echo_line(text)
+  text = text:gsub("%s*\n%s*", " ")
+  local room = math.max(vim.v.echospace - 1, 10)
+  if vim.fn.strdisplaywidth(text) > room then
+    text = vim.fn.strcharpart(text, 0, room - 1) .. "…"
+  end
+  vim.api.nvim_echo({ { text } }, false, {})
+end
+
 --- Say what the build does now (from inside its steps).
 ---@param msg string
 function M.progress(msg)
@@ -157,18 +170,14 @@ local function link_extension()
     return
   end
   if vim.fn.executable(config.terminal.cmd) == 0 then
-    M.progress(
-      "Gemini CLI ("
-        .. config.terminal.cmd
-        .. ") not found: its extension for Neovim's tools is not linked (rebuild once it is installed)"
-    )
+    M.progress("no Gemini CLI (" .. config.terminal.cmd .. "): its extension is not linked")
     return
   end
   local ok, message = extension.link(env)
   if ok then
-    M.progress("Gemini CLI extension for Neovim's tools: " .. message)
+    M.progress("Gemini CLI extension: " .. message)
   else
-    M.progress("Gemini CLI extension for Neovim's tools not linked: " .. message)
+    M.progress("Gemini CLI extension not linked: " .. message)
   end
 end
 
@@ -208,7 +217,8 @@ local function steps()
     pcall(vim.cmd.helptags, vim.fn.fnameescape(root .. "/doc"))
   end
   link_extension()
-  return "build done (" .. choice.mode .. " Python host); the companion is ready in this session"
+  -- One short line (no "Press ENTER" at 80 columns); :checkhealth tells the rest.
+  return "build done, the companion is ready"
 end
 
 ---@param ok boolean
@@ -249,7 +259,7 @@ function M.start(opts)
     done = false,
     callbacks = { on_done },
     progress = opts.progress or function(msg)
-      vim.api.nvim_echo({ { "gemini-companion: " .. msg } }, false, {})
+      M.echo_line("gemini-companion: " .. msg)
     end,
   }
   current = state --[[@as gemini_companion.BuildState]]
@@ -265,7 +275,9 @@ function M.start(opts)
     -- start-up (lazy.nvim installing from init.lua) the VimEnter hook starts it.
     local config = package.loaded["gemini_companion.config"]
     if ok and opts.start ~= false and vim.v.vim_did_enter == 1 and config and config.get().auto_start then
-      require("gemini_companion").start()
+      -- Quiet: the build's message is the one message of this outcome (not
+      -- followed by "already running" when the companion ran before it).
+      require("gemini_companion").start({ quiet = true })
     end
   end)
   local ok, err = coroutine.resume(state.co)
@@ -304,7 +316,7 @@ function M.wait_on_exit()
   if not state then
     return
   end
-  vim.api.nvim_echo({ { "gemini-companion: finishing the build before quitting (CTRL-C abandons it)" } }, true, {})
+  vim.api.nvim_echo({ { "gemini-companion: finishing the build (CTRL-C abandons it)" } }, true, {})
   vim.wait(30 * 60 * 1000, function()
     return state.done
   end, 50)

@@ -178,6 +178,11 @@ end
 local function on_enter()
   local buf = api.nvim_get_current_buf()
   local path = refresh(buf)
+  if fn.win_gettype() == "autocmd" then
+    -- `nvim_buf_call()` on a buffer no window shows (a task runner's hidden
+    -- terminal): current only for the call, the user stays where they are.
+    return
+  end
   current_buf = buf
   current_is_file = path ~= nil
   if path then
@@ -192,7 +197,16 @@ end
 local function on_buffer_changed(buf, force)
   local path = refresh(buf, force)
   if buf == api.nvim_get_current_buf() and (path ~= nil) ~= current_is_file then
-    on_enter()
+    -- Checked once the event's caller is done: a buffer current only for an
+    -- `nvim_buf_call()` (another plugin's `termopen()` in a hidden buffer: its
+    -- 'buftype' and name change) is not where the user is, and no BufEnter
+    -- comes when the user's window is current again.
+    vim.schedule(function()
+      local now = api.nvim_get_current_buf()
+      if enabled and (now ~= current_buf or (known[now] ~= nil) ~= current_is_file) then
+        on_enter()
+      end
+    end)
   end
 end
 

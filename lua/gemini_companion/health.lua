@@ -219,7 +219,13 @@ local function check_sessions()
   if n > 0 then
     health.ok(string.format("%d Gemini CLI session(s) connected", n))
   else
-    health.info("no Gemini CLI connected: run :Gemini (or `gemini` in a :terminal); the first time, /ide enable")
+    -- IDE mode as the CLI reads it (ide_mode.lua): the advice to turn it on only
+    -- while it is not (the check above says how).
+    local cfg = require("gemini_companion.config").get().terminal
+    local on = require("gemini_companion.ide_mode").read(cfg.env).enabled == true
+    health.info(
+      "no Gemini CLI connected: run :Gemini (or `gemini` in a :terminal)" .. (on and "" or ", with IDE mode on (above)")
+    )
   end
 end
 

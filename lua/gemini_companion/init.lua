@@ -37,7 +37,8 @@ function M.send(text, opts)
 end
 
 --- A statusline component: "Gemini" while the server runs, "Gemini ●" with a
---- connected CLI (●N for several), and "diff" while a diff waits for an answer.
+--- connected CLI (●N for several), and "diff" while a diff waits for an answer;
+--- `max_width` drops its least important parts first.
 ---@param opts? gemini_companion.StatuslineOptions
 ---@return string
 function M.statusline(opts)

@@ -437,6 +437,13 @@ return {
               invalid = "must be at least 1",
               summary = "Lines of the prompt window",
             },
+            {
+              name = "insert",
+              type = "boolean",
+              default = true,
+              summary = "Start in Insert mode in the prompt when the panel opens; false: Normal mode",
+              help = "Start in Insert mode at the end of the prompt when the panel opens with the cursor in it (|:GeminiAgent|), as chat panels do: the first keys are the prompt's text. `false`: Normal mode.",
+            },
           },
         },
         {

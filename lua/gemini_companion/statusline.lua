@@ -26,6 +26,7 @@ end
 ---@class gemini_companion.StatuslineOptions
 ---@field highlight? boolean wrap the parts in %#Group# items (default true)
 ---@field stopped? string text when the server is not running (default "", show nothing)
+---@field max_width? integer columns it may take: the least important parts go first
 
 ---@param opts? gemini_companion.StatuslineOptions
 ---@return string
@@ -40,28 +41,50 @@ function M.render(opts)
     local text = opts.stopped or ""
     return text ~= "" and part("GeminiCompanionStopped", text) or ""
   end
+  -- { group, text, rank }, in the order shown; rank 1 is kept longest: whether a
+  -- CLI is connected, then a diff waiting for an answer, then the agent's state,
+  -- then the tokens its conversation used.
+  local parts = {}
   local sessions = #(state.sessions or {})
-  local text
   if sessions == 0 then
-    text = part("GeminiCompanionIdle", "Gemini")
+    parts[1] = { "GeminiCompanionIdle", "Gemini", 1 }
   else
-    text = part("GeminiCompanionConnected", sessions == 1 and "Gemini ●" or ("Gemini ●" .. sessions))
+    parts[1] = { "GeminiCompanionConnected", sessions == 1 and "Gemini ●" or ("Gemini ●" .. sessions), 1 }
   end
   local agent = package.loaded["gemini_companion.agent.state"]
   local summary = agent and agent.summary() or ""
   if summary ~= "" then
     local group = agent.current.state == "waiting" and "GeminiCompanionPending" or "GeminiCompanionConnected"
-    text = text .. " " .. part(group, summary)
+    parts[#parts + 1] = { group, summary, 3 }
   end
   local usage = agent and agent.usage_text() or ""
   if usage ~= "" then
-    text = text .. " " .. part("GeminiCompanionIdle", usage)
+    parts[#parts + 1] = { "GeminiCompanionIdle", usage, 4 }
   end
   local pending = M.pending_diffs()
   if pending > 0 then
-    text = text .. " " .. part("GeminiCompanionPending", pending == 1 and "diff" or (pending .. " diffs"))
+    parts[#parts + 1] = { "GeminiCompanionPending", pending == 1 and "diff" or (pending .. " diffs"), 2 }
   end
-  return text
+  local width = opts.max_width
+  for rank = 4, 2, -1 do
+    local used = -1
+    for _, p in ipairs(parts) do
+      used = used + 1 + vim.fn.strdisplaywidth(p[2])
+    end
+    if not width or used <= width then
+      break
+    end
+    for i = #parts, 1, -1 do
+      if parts[i][3] == rank then
+        table.remove(parts, i)
+      end
+    end
+  end
+  local texts = {}
+  for _, p in ipairs(parts) do
+    texts[#texts + 1] = part(p[1], p[2])
+  end
+  return table.concat(texts, " ")
 end
 
 return M

@@ -130,6 +130,35 @@ function M.ci_marker(name)
   return name == "CI" or name == "CONTINUOUS_INTEGRATION" or vim.startswith(name, "CI_")
 end
 
+--- Name the CLI's buffer `gemini` (`gemini-2`, ... while that name is taken, by a
+--- buffer or a file of the working directory): the tab label and `:ls` show it,
+--- not the job's `term://` name, which a tab label shortens to `t///t/n/...`.
+---@param buf integer
+local function name_buffer(buf)
+  local old = vim.api.nvim_buf_get_name(buf)
+  local taken = {}
+  for _, other in ipairs(vim.api.nvim_list_bufs()) do
+    if other ~= buf then
+      taken[vim.api.nvim_buf_get_name(other)] = true
+    end
+  end
+  for n = 1, 99 do
+    local name = n == 1 and "gemini" or ("gemini-" .. n)
+    local full = vim.fn.fnamemodify(name, ":p")
+    if not taken[full] and not vim.uv.fs_stat(full) then
+      if pcall(vim.api.nvim_buf_set_name, buf, name) then
+        -- Renaming keeps the old name as an unlisted buffer (the alternate file).
+        for _, other in ipairs(vim.api.nvim_list_bufs()) do
+          if other ~= buf and vim.api.nvim_buf_get_name(other) == old and not vim.api.nvim_buf_is_loaded(other) then
+            pcall(vim.api.nvim_buf_delete, other, { force = true })
+          end
+        end
+      end
+      return
+    end
+  end
+end
+
 --- Run the CLI in a new terminal now (the companion runs).
 ---@param extra_args? string[]
 ---@return integer? job
@@ -194,6 +223,7 @@ local function launch(extra_args)
   end
   vim.bo[buf].bufhidden = "hide"
   vim.b[buf].gemini_companion_terminal = true
+  name_buffer(buf)
   current = { buf = buf, job = job }
   vim.api.nvim_exec_autocmds("User", {
     pattern = "GeminiTerminalOpen",

@@ -131,11 +131,13 @@
 ---@field position? "right"|"left" Side of the tab (default "right")
 ---@field size? number Width: a fraction of the screen below 1, else columns (default 0.4)
 ---@field prompt_height? integer Lines of the prompt window (default 6)
+---@field insert? boolean Start in Insert mode in the prompt when the panel opens; false: Normal mode (default true)
 
 ---@class (exact) gemini_companion.AgentPanelConfig
 ---@field position "right"|"left"
 ---@field size number
 ---@field prompt_height integer
+---@field insert boolean
 
 ---@class (exact) gemini_companion.AgentKeymapsOptions
 ---@field send? string|false Normal mode, prompt buffer: send the prompt (default "<CR>")

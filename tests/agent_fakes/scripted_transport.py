@@ -26,6 +26,7 @@ from gemini_companion.agent.model import (
     ToolCall,
     ToolCallUpdate,
     TurnEnd,
+    UserMessage,
 )
 from gemini_companion.agent.transport import EventSink, Transport, TransportError
 
@@ -53,6 +54,32 @@ MARKDOWN_PART = (
 )
 
 
+# What gemini --acp 0.61.0 replays of a conversation in IDE mode (session/load):
+# each user-role message flattened to text, the editor context it added and the
+# result of a tool among them.
+REPLAYED = [
+    (
+        "user",
+        "Here is the user's editor context as a JSON object. This is for your information"
+        ' only.\n```json\n{\n  "activeFile": {\n    "path": "/w/code.py"\n  }\n}\n```',
+    ),
+    (
+        "user",
+        "explain #selection\n--- Content from referenced context ---\n"
+        "Content from @file:///w/code.py#L2-3:\nb = 2\nc = 3\n",
+    ),
+    ("agent", "It adds numbers."),
+    ("user", "[Function Response: write_file]"),
+    ("agent", "Written."),
+    (
+        "user",
+        "and @notes.md?\n--- Content from referenced files ---\n"
+        "Content from @notes.md:\nsome notes\n--- End of content ---",
+    ),
+    ("agent", "Notes read."),
+]
+
+
 class ScriptedTransport(Transport):
     protocol = "a2a"
 
@@ -62,6 +89,7 @@ class ScriptedTransport(Transport):
         self._connected = False
         self._calls: dict[str, ToolCall] = {}
         self._cancelled = asyncio.Event()
+        self._after = "After the tool."  # what the agent says once the tools are answered
 
     def _log(self, **record: Any) -> None:
         path = os.environ.get("SCRIPTED_TRANSPORT_LOG")
@@ -114,10 +142,18 @@ class ScriptedTransport(Transport):
                 self._log(call="ping", n=i, ns=time.monotonic_ns())
                 self.events.emit(MessageChunk(f"ping-{i}\n"))
                 await asyncio.sleep(0.02)
+        elif text == "replay":
+            # A resumed conversation's history as gemini --acp 0.61.0 replays it
+            # (REPLAYED, below): user messages, the CLI's own among them.
+            for kind, said in REPLAYED:
+                self.events.emit(UserMessage(said) if kind == "user" else MessageChunk(said))
         elif text == "think":
             self.events.emit(ThoughtChunk("Reading the files\nthen more", subject="Planning"))
             self.events.emit(MessageChunk("Thought done."))
-        elif text in ("shell", "two"):
+        elif text in ("shell", "two", "shell long"):
+            # "shell long": a long answer after the tool, longer than the panel.
+            long = "\n".join(f"After the tool, line {n}." for n in range(60))
+            self._after = long if text == "shell long" else "After the tool."
             self._ask("call-1", "exec", "ls -la")
             if text == "two":
                 self._ask("call-2", "exec", "rm -rf build")
@@ -210,7 +246,7 @@ class ScriptedTransport(Transport):
             self._update(call.but(status="executing", live_output="line 1\n"))
             self._update(call.but(status="succeeded", result="ok"))
         if not any(c.confirmation and c.status == "pending" for c in self._calls.values()):
-            self.events.emit(MessageChunk("After the tool."))
+            self.events.emit(MessageChunk(self._after))
             self.events.emit(TurnEnd())
 
     async def cancel(self) -> None:

@@ -127,7 +127,11 @@ function M.command(args)
     local ref = refs[1]
     M.open()
     local mention = ("@%s#L%d-%d "):format(vim.fn.fnamemodify(ref.path, ":."), ref.start_line, ref.end_line)
-    vim.api.nvim_buf_set_lines(require("gemini_companion.agent.panel").prompt_buffer(), -1, -1, false, { mention })
+    local panel = require("gemini_companion.agent.panel")
+    vim.api.nvim_buf_set_lines(panel.prompt_buffer(), -1, -1, false, { mention })
+    if require("gemini_companion.config").get().agent.panel.insert then
+      panel.start_insert() -- after the mention
+    end
     return
   end
   M.send(text, { references = refs })

@@ -277,27 +277,9 @@ local function prompt_window_options(win)
   wo.winfixheight = true
   wo.winfixwidth = true
   wo.wrap = true
-  -- Cut at its end (%<) in a narrow panel: `? keys` first stays readable.
-  wo.statusline = " %{v:lua.require'gemini_companion.agent.panel'.prompt_status()}%<"
-end
-
---- The prompt window's status line: `?`, the keys that send, the context words;
---- the most useful first, as a narrow panel shows only its start.
----@return string
-function M.prompt_status()
-  local keys = config().keymaps
-  local parts = {}
-  if keys.send then
-    parts[#parts + 1] = keys.send
-  end
-  if keys.send_insert then
-    parts[#parts + 1] = keys.send_insert .. " (insert)"
-  end
-  local line = #parts > 0 and (table.concat(parts, " / ") .. " sends  @file #buffer") or "@file #buffer"
-  if keys.help then
-    line = keys.help .. " keys  " .. line
-  end
-  return line
+  -- Fitted to the window (status_lines.lua); %< cuts it at its end if it still
+  -- does not fit.
+  wo.statusline = " %{v:lua.require'gemini_companion.agent.status_lines'.prompt()}%<"
 end
 
 local resize_group = nil
@@ -324,8 +306,20 @@ local function follow_resizes()
   })
 end
 
+--- In the prompt window (the current one), Insert mode at the end of the prompt:
+--- the keys typed next are the prompt's text (`agent.panel.insert`).
+function M.start_insert()
+  local buf = M.prompt_buffer()
+  local last = api.nvim_buf_line_count(buf)
+  local line = api.nvim_buf_get_lines(buf, last - 1, last, false)[1] or ""
+  api.nvim_win_set_cursor(0, { last, #line })
+  -- Like `A`: the cursor after the line's last character.
+  vim.cmd.startinsert({ bang = true })
+end
+
 --- Open the panel in the current tab (or complete it when one of its windows was
---- closed). `enter`: put the cursor in the prompt.
+--- closed). `enter`: put the cursor in the prompt (in Insert mode unless
+--- `agent.panel.insert` is false).
 ---@param opts? { enter?: boolean }
 function M.open(opts)
   local enter = not opts or opts.enter ~= false
@@ -357,6 +351,9 @@ function M.open(opts)
   follow_resizes()
   if enter then
     api.nvim_set_current_win(pwin)
+    if cfg.insert then
+      M.start_insert()
+    end
   elseif api.nvim_win_is_valid(from) then
     api.nvim_set_current_win(from)
   end

@@ -21,28 +21,45 @@ end
 ---@type table<integer, true> the transcript windows the panel opened
 local panel_windows = {}
 
---- `header()` as a 'statusline' value: set when the state changes, not an
---- expression Neovim evaluates at every redraw of a streaming answer.
+--- `header()` as a 'statusline' value for a window `width` columns wide: set when
+--- the state changes (and the window's width), not an expression Neovim evaluates
+--- at every redraw of a streaming answer.
+---@param width? integer
 ---@return string
-function M.status_line()
-  return " " .. M.header():gsub("%%", "%%%%") .. "%<"
+function M.status_line(width)
+  return " " .. M.header(width and width - 2 or nil):gsub("%%", "%%%%") .. "%<"
 end
+
+---@param win integer
+local function set_status_line(win)
+  vim.wo[win][0].statusline = M.status_line(vim.api.nvim_win_get_width(win))
+end
+
+local resize_group = nil
 
 --- Show the header in window `win`'s status line from now on (panel.lua, when it
 --- opens a transcript window).
 ---@param win integer
 function M.show_in(win)
   panel_windows[win] = true
-  vim.wo[win][0].statusline = M.status_line()
+  set_status_line(win)
+  if not resize_group then
+    -- A narrower window drops the header's least important parts.
+    resize_group = vim.api.nvim_create_augroup("gemini_companion_agent_header", { clear = true })
+    vim.api.nvim_create_autocmd({ "WinResized", "VimResized" }, {
+      group = resize_group,
+      callback = function()
+        M.set_status_lines()
+      end,
+    })
+  end
 end
 
 --- Write the current header into the status lines of the panel's transcript windows.
 function M.set_status_lines()
-  local line = nil
   for win in pairs(panel_windows) do
     if vim.api.nvim_win_is_valid(win) then
-      line = line or M.status_line()
-      vim.wo[win][0].statusline = line
+      set_status_line(win)
     else
       panel_windows[win] = nil
     end
@@ -57,27 +74,32 @@ function M.busy()
 end
 
 --- The panel's status line: the summary (what the agent is doing), the protocol,
---- then the mode and model when the agent has them (ACP).
+--- then the mode and model when the agent has them (ACP). In `width` columns, the
+--- least important go first: the protocol, the model, the tokens, the mode, the name.
+---@param width? integer
 ---@return string
-function M.header()
+function M.header(width)
   local s = M.current
-  -- The summary first: a narrow panel cuts the line at its end.
   local summary = M.summary()
-  local parts = summary ~= "" and { summary .. " ", "Gemini agent" } or { "Gemini agent" }
+  local parts = {}
+  if summary ~= "" then
+    parts[#parts + 1] = { summary, 1 }
+  end
+  parts[#parts + 1] = { "Gemini agent", 2 }
   if s.protocol then
-    parts[#parts + 1] = "(" .. s.protocol .. ")"
+    parts[#parts + 1] = { "(" .. s.protocol .. ")", 6 }
   end
   if s.mode then
-    parts[#parts + 1] = "mode: " .. s.mode
+    parts[#parts + 1] = { "mode: " .. s.mode, 3 }
   end
   if s.model then
-    parts[#parts + 1] = "model: " .. s.model
+    parts[#parts + 1] = { "model: " .. s.model, 5 }
   end
   local usage = M.usage_text()
   if usage ~= "" then
-    parts[#parts + 1] = usage
+    parts[#parts + 1] = { usage, 4 }
   end
-  return table.concat(parts, "  ")
+  return require("gemini_companion.agent.status_lines").fit(parts, width)
 end
 
 --- `n` with its thousands apart: 12,345.

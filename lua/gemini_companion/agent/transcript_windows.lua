@@ -196,7 +196,20 @@ end
 --- last frame, else once that frame is over.
 ---@param b integer
 function M.follow_soon(b)
-  if follow_due or next(follows) == nil then
+  if next(follows) == nil then
+    return
+  end
+  -- The batch just drawn can take a following window's cursor where its mark did
+  -- not go: a block at the end replaced by a shorter one (a confirmation's card
+  -- once answered) deletes the cursor's line, the cursor stays on the new last
+  -- line and the mark goes to the deletion's start. No key ran during the batch,
+  -- so the cursor is where following put it: note it there again.
+  for win in pairs(follows) do
+    if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == b then
+      follow(b, win, api.nvim_win_get_cursor(win)[1])
+    end
+  end
+  if follow_due then
     return
   end
   local since = vim.uv.hrtime() - last_move

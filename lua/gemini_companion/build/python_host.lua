@@ -197,7 +197,7 @@ function M.make_venv(base, deps)
     existing = nil
   end
   if not existing then
-    build.progress("creating the venv " .. venv)
+    build.progress("creating the plugin's venv")
     vim.fn.mkdir(python.data_dir(), "p")
     local out = build.exec({ base.path, "-m", "venv", venv })
     if out.code ~= 0 then

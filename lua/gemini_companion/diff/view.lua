@@ -356,6 +356,9 @@ function M.open(spec, created)
   if vim.fn.diff_hlID(1, 1) == 0 and vim.fn.diff_filler(1) == 0 then
     pcall(vim.cmd, "keepjumps normal! ]c")
   end
+  -- Normal mode, whatever mode the user was in (Insert mode in the agent's prompt
+  -- after <C-s>): the next keys must not edit the proposal.
+  vim.cmd.stopinsert()
   return view
 end
 

@@ -8,7 +8,8 @@ Layout (one direction of imports, top to bottom):
 - ``session.py``: the protocol-neutral core (transcript, tool calls, pending
   confirmations, the user's answers); runs on the server's loop.
 - ``view.py`` (the panel, batched into Neovim), ``review.py`` (agent edits in
-  the diff tab of IDE mode), ``render.py`` (blocks as lines).
+  the diff tab of IDE mode), ``render.py`` (blocks as lines), ``replayed.py``
+  (the user's words in a message a resumed conversation replays).
 - ``transport.py``: the :class:`~.transport.Transport` interface a protocol
   implements, and its context. Read its docstring to write a transport.
 - ``model.py``: the events a transport emits and the transcript's data.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from . import render
+from . import render, replayed
 from .confirmations import Confirmations
 from .conversation import Conversation
 from .model import (
@@ -54,6 +54,7 @@ class TranscriptFold:
         # and whether each was the transcript's first.
         self._replayed: set[int] = set()
         self._replayed_first: dict[int, bool] = {}
+        self._replayed_attachments: dict[int, list[str]] = {}
 
     def settle(self, detail: str | None = None) -> None:
         """The status the conversation's facts give, published if it changed."""
@@ -165,8 +166,13 @@ class TranscriptFold:
         self.view.block(block.id, render.prompt_lines(text, mentions, first), "prompt")
 
     def _replayed_prompt(self, text: str) -> None:
-        """A prompt of a resumed conversation, drawn as a live one; the chunks of one
-        message join its block."""
+        """A prompt of a resumed conversation, drawn as a live one: the user's words
+        and the attachment lines, not what the CLI wrote itself (replayed.py); the
+        chunks of one message join its block."""
+        words = replayed.user_words(text)
+        if words is None:
+            return
+        text, attachments = words
         last = self.transcript.last
         if last is not None and last.kind == "prompt" and last.id in self._replayed:
             last.append(text)
@@ -175,7 +181,9 @@ class TranscriptFold:
             last = self.transcript.new_block("prompt", text=text)
             self._replayed.add(last.id)
             self._replayed_first[last.id] = first
-        lines = render.prompt_lines(last.text, [], self._replayed_first[last.id])
+        shown = self._replayed_attachments.setdefault(last.id, [])
+        shown.extend(a for a in attachments if a not in shown)
+        lines = render.prompt_lines(last.text, shown, self._replayed_first[last.id])
         self.view.block(last.id, lines, "prompt")
 
     def _thought(self, event: ThoughtChunk) -> None:
