@@ -7,8 +7,26 @@ from typing import Any
 import pytest
 from agent_setup import a2a_setup
 from fake_gemini import FakeGemini, fake_gemini
-from harness import ROOT, Nvim, Sandbox, empty_manifest
+from harness import ROOT, Nvim, Sandbox, empty_manifest, remove_short_dir
+from home_guard import isolate, real_home_untouched, release
 from ide_client import ensure_interop_packages
+
+__all__ = ["real_home_untouched"]  # the guard of the user's home: every test process
+
+_private_home: list[Path] = []  # the one isolate() made, in the process that made it
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """HOME and the XDG folders of the run (and of its xdist workers and every child
+    they start) point into a private folder: tests never touch the real home
+    (home_guard.py, issue 32 item 2)."""
+    if not hasattr(config, "workerinput") and (private := isolate()) is not None:
+        _private_home.append(private)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _private_home:
+        release(_private_home.pop())
 
 
 @pytest.fixture(scope="session")
@@ -19,8 +37,12 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path, manifest: Path) -> Sandbox:
-    return Sandbox.create(tmp_path / "sandbox", manifest)
+def sandbox(tmp_path: Path, manifest: Path) -> Iterator[Sandbox]:
+    """The test's own HOME, XDG folders and TMPDIR (harness.Sandbox); its short
+    runtime folder (Neovim's server socket) is removed after the test."""
+    box = Sandbox.create(tmp_path / "sandbox", manifest)
+    yield box
+    remove_short_dir(Path(box.env["XDG_RUNTIME_DIR"]))
 
 
 @pytest.fixture
