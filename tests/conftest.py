@@ -8,7 +8,7 @@ import pytest
 from agent_setup import a2a_setup
 from fake_gemini import FakeGemini, fake_gemini
 from harness import ROOT, Nvim, Sandbox, empty_manifest, remove_short_dir
-from home_guard import isolate, real_home_untouched, release
+from home_guard import isolate, isolate_worker, real_home_untouched, release
 from ide_client import ensure_interop_packages
 
 __all__ = ["real_home_untouched"]  # the guard of the user's home: every test process
@@ -20,7 +20,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """HOME and the XDG folders of the run (and of its xdist workers and every child
     they start) point into a private folder: tests never touch the real home
     (home_guard.py, issue 32 item 2)."""
-    if not hasattr(config, "workerinput") and (private := isolate()) is not None:
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        isolate_worker(str(worker["workerid"]))
+    elif (private := isolate()) is not None:
         _private_home.append(private)
 
 

@@ -3,7 +3,8 @@
 Two halves, both wired in conftest.py:
 
 - :func:`isolate`, once per run (in the process that starts pytest, before any
-  test and before pytest-xdist starts its workers, which inherit it): ``HOME`` and
+  test and before pytest-xdist starts its workers, which inherit it and each take
+  a folder of their own in it, :func:`isolate_worker`): ``HOME`` and
   the ``XDG_*`` folders of this process, and so of every child process a test
   starts with the test's own environment, point into a private folder; the
   Gemini CLI's own ``GEMINI_CLI_HOME`` is dropped. Read-only configuration a child
@@ -104,18 +105,31 @@ def isolate() -> Path | None:
         os.environ.setdefault("NPM_CONFIG_USERCONFIG", str(real / ".npmrc"))
     if (config / "pip" / "pip.conf").is_file():
         os.environ.setdefault("PIP_CONFIG_FILE", str(config / "pip" / "pip.conf"))
-    os.environ.update(
-        {
-            _PRIVATE: str(private),
-            "HOME": str(private),
-            "XDG_CONFIG_HOME": str(private / ".config"),
-            "XDG_DATA_HOME": str(private / ".local" / "share"),
-            "XDG_STATE_HOME": str(private / ".local" / "state"),
-            "XDG_CACHE_HOME": str(private / ".cache"),
-        }
-    )
+    os.environ[_PRIVATE] = str(private)
+    _point_at(private)
     os.environ.pop("GEMINI_CLI_HOME", None)
     return private
+
+
+def isolate_worker(name: str) -> None:
+    """A pytest-xdist worker's own home, inside the run's private folder (tests in
+    parallel never share one)."""
+    private = os.environ.get(_PRIVATE)
+    if private:
+        _point_at(Path(private) / name)
+
+
+def _point_at(home: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ.update(
+        {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+        }
+    )
 
 
 def release(private: Path) -> None:

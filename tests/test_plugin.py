@@ -44,6 +44,10 @@ from harness import (
 GEMINI = INTEROP / "node_modules" / ".bin" / "gemini"
 PLUGIN_NAME = "gemini-companion.nvim"
 
+# One worker runs this module under pytest-xdist: its fresh install (``installed``)
+# is made once.
+pytestmark = pytest.mark.xdist_group("test_plugin")
+
 
 # -- a lazy.nvim-style install ---------------------------------------------------------
 
