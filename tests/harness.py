@@ -156,8 +156,9 @@ class Sandbox:
             env[f"XDG_{name.upper()}_HOME"] = str(root / name)
         # Neovim's server socket goes in its runtime folder: a short path of its own.
         env["XDG_RUNTIME_DIR"] = str(short_dir("gc-run-"))
-        (root / "home").mkdir(exist_ok=True)
-        env["HOME"] = str(root / "home")
+        # (not root / "home": tests make that one themselves, for a Gemini home)
+        (root / "user-home").mkdir(exist_ok=True)
+        env["HOME"] = str(root / "user-home")
         (root / "tmp").mkdir(exist_ok=True)
         env["TMPDIR"] = str(root / "tmp")
         env["NVIM_RPLUGIN_MANIFEST"] = str(manifest)

@@ -87,7 +87,7 @@ def test_every_test_and_its_children_have_a_private_home(nvim: Nvim) -> None:
     assert "GEMINI_CLI_HOME" not in os.environ
     # A Neovim of the harness: a home of its test's own, and so the jobs it starts.
     home = nvim.lua("return vim.env.HOME")
-    assert home == str(nvim.sandbox.root / "home")
+    assert home == str(nvim.sandbox.root / "user-home")
     assert nvim.lua("return vim.fn.expand('~')") == home
 
 

@@ -44,10 +44,6 @@ from harness import (
 GEMINI = INTEROP / "node_modules" / ".bin" / "gemini"
 PLUGIN_NAME = "gemini-companion.nvim"
 
-# One worker runs this module under pytest-xdist: its fresh install (``installed``)
-# is made once.
-pytestmark = pytest.mark.xdist_group("test_plugin")
-
 
 # -- a lazy.nvim-style install ---------------------------------------------------------
 
@@ -1066,7 +1062,7 @@ def test_help_has_a_tag_for_every_command_option_function_event_and_highlight(
 def test_checkhealth_names_packages_the_host_lacks(nvim_factory: Any, tmp_path: Path) -> None:
     """A host Python with pynvim but none of the server's packages (a user's own
     g:python3_host_prog, no build): each missing package is an error with the fix."""
-    bare = bare_host(tmp_path)
+    bare = bare_host(short_dir("gc-host-"))  # a user's Python: a short path, the message whole
     nvim = nvim_factory(
         setup={"auto_start": False},
         extra_init=f"vim.g.python3_host_prog = {json.dumps(str(bare))}\n"
