@@ -27,6 +27,25 @@ def pytest_configure(config: pytest.Config) -> None:
         _private_home.append(private)
 
 
+# The modules that take longest (minutes: fresh installs, pip, the real CLIs), run
+# first under pytest-xdist: each worker takes a module at a time (--dist loadfile),
+# and one of these started last would keep one worker busy after the other is done.
+LONGEST_FIRST = (
+    "test_plugin.py",
+    "test_agent_resume.py",
+    "test_hardening.py",
+    "test_agent_a2a_home.py",
+    "test_agent_a2a.py",
+    "test_companion.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # the same order in every worker
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     while _private_home:
         release(_private_home.pop())
