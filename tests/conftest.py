@@ -7,8 +7,48 @@ from typing import Any
 import pytest
 from agent_setup import a2a_setup
 from fake_gemini import FakeGemini, fake_gemini
-from harness import ROOT, Nvim, Sandbox, empty_manifest
+from harness import ROOT, Nvim, Sandbox, empty_manifest, remove_short_dir
+from home_guard import isolate, isolate_worker, real_home_untouched, release
 from ide_client import ensure_interop_packages
+
+__all__ = ["real_home_untouched"]  # the guard of the user's home: every test process
+
+_private_home: list[Path] = []  # the one isolate() made, in the process that made it
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """HOME and the XDG folders of the run (and of its xdist workers and every child
+    they start) point into a private folder: tests never touch the real home
+    (home_guard.py, issue 32 item 2)."""
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:
+        isolate_worker(str(worker["workerid"]))
+    elif (private := isolate()) is not None:
+        _private_home.append(private)
+
+
+# The modules that take longest (minutes: fresh installs, pip, the real CLIs), run
+# first under pytest-xdist: each worker takes a module at a time (--dist loadfile),
+# and one of these started last would keep one worker busy after the other is done.
+LONGEST_FIRST = (
+    "test_plugin.py",
+    "test_agent_resume.py",
+    "test_hardening.py",
+    "test_agent_a2a_home.py",
+    "test_agent_a2a.py",
+    "test_companion.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # the same order in every worker
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _private_home:
+        release(_private_home.pop())
 
 
 @pytest.fixture(scope="session")
@@ -19,8 +59,12 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path, manifest: Path) -> Sandbox:
-    return Sandbox.create(tmp_path / "sandbox", manifest)
+def sandbox(tmp_path: Path, manifest: Path) -> Iterator[Sandbox]:
+    """The test's own HOME, XDG folders and TMPDIR (harness.Sandbox); its short
+    runtime folder (Neovim's server socket) is removed after the test."""
+    box = Sandbox.create(tmp_path / "sandbox", manifest)
+    yield box
+    remove_short_dir(Path(box.env["XDG_RUNTIME_DIR"]))
 
 
 @pytest.fixture

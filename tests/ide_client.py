@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import queue
 import shutil
@@ -14,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness import INTEROP
+from harness import INTEROP, ROOT
 
 DRIVER = INTEROP / "ide_client_driver.mjs"
 
@@ -26,18 +27,25 @@ def interop_available() -> bool:
 
 
 def ensure_interop_packages() -> None:
-    """Install the pinned npm packages into the git-ignored tests/interop/node_modules."""
+    """Install the pinned npm packages into the git-ignored tests/interop/node_modules,
+    once: pytest-xdist's workers take turns (a lock file in .cache/)."""
     if interop_available():
         return
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError("npm is needed to install @google/gemini-cli-core for the interop tests")
-    subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=INTEROP,
-        check=True,
-        timeout=900,
-    )
+    lock = ROOT / ".cache" / "interop-install.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # released as the file closes
+        if interop_available():  # another worker installed them meanwhile
+            return
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=INTEROP,
+            check=True,
+            timeout=900,
+        )
 
 
 class IdeClientProcess:

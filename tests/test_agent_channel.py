@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
+import os
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_setup import transcript
 from gemini_companion.agent.nvim_channel import NvimChannel
 from gemini_companion.agent.view import PanelView
-from harness import Nvim
+from harness import Nvim, wait_for
 
 
 class Editor:
@@ -104,7 +109,13 @@ def test_a_neovim_whose_host_is_another_process_is_not_the_panels(nvim: Nvim) ->
     assert "not in that Neovim" not in "\n".join(lines)
 
 
-BUSY = "local t = vim.uv.hrtime() while vim.uv.hrtime() - t < 3e8 do end"
+def hold(fifo: str) -> str:
+    """Lua that holds Neovim's main loop (no request of any channel is answered)
+    until the test writes a line to the named pipe ``fifo``; the test's opening of
+    the pipe for writing returns once Neovim holds (it has opened it to read)."""
+    return f"local f = io.open({json.dumps(fifo)}, 'r') f:read('*l') f:close()"
+
+
 COUNT_BATCHES = (
     "local t = require('gemini_companion.agent.transcript') local apply = t._apply"
     " _G.test_batches = 0"
@@ -113,13 +124,15 @@ COUNT_BATCHES = (
 
 
 def test_a_flood_while_neovim_is_busy_joins_one_waiting_batch_and_loses_nothing(
-    nvim: Nvim,
+    nvim: Nvim, tmp_path: Path
 ) -> None:
     """Neovim's answers are read only when the next batch is ready (nvim_channel.py):
     while a batch waits to be drawn, every chunk that arrives joins the next one,
     in order, and nothing is lost; Neovim never gets a batch per chunk."""
     address, host = endpoint(nvim)
     editor = Editor()
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
 
     async def main() -> None:
         view = PanelView(editor)  # type: ignore[arg-type]
@@ -129,18 +142,22 @@ def test_a_flood_while_neovim_is_busy_joins_one_waiting_batch_and_loses_nothing(
         await view._channel.request("nvim_exec_lua", [COUNT_BATCHES, []])  # type: ignore[union-attr]
         other = await NvimChannel.connect(address)
         assert other is not None
-        busy = other.request("nvim_exec_lua", [BUSY, []])  # Neovim runs Lua for 0.3 s
+        held = other.request("nvim_exec_lua", [hold(str(fifo)), []])
+        release = await asyncio.to_thread(open, fifo, "w")  # Neovim holds from now on
         for i in range(300):
             view.append(1, f"<{i}>")
             await asyncio.sleep(0)  # each chunk in a turn of the loop of its own
+        release.write("go\n")
+        release.close()
+        await held
         await view.drained()
-        await busy
         other.close()
         view.close()
 
     asyncio.run(main())
     assert editor.batches == []
-    assert nvim.lua("return _G.test_batches") <= 3
+    # The first chunk's batch, sent as Neovim held; then one with the other 299.
+    assert nvim.lua("return _G.test_batches") == 2
     text = "\n".join(nvim.lua("return require('gemini_companion.agent.transcript').lines()"))
     assert "".join(f"<{i}>" for i in range(300)) in text
 
@@ -152,32 +169,29 @@ def test_chunks_drawn_one_by_one_each_go_when_they_come_and_all_are_drawn(nvim: 
 
     last_line = "local l = require('gemini_companion.agent.transcript').lines() return l[#l]"
 
-    async def main() -> list[str]:
+    async def main() -> None:
         view = PanelView(Editor())  # type: ignore[arg-type]
         await view.connect(address, host)
         other = await NvimChannel.connect(address)
         assert other is not None
 
-        async def drawn(text: str) -> str:
-            while not (line := await other.request("nvim_exec_lua", [last_line, []])).endswith(
-                text
-            ):
+        async def drawn(text: str) -> None:
+            while not (await other.request("nvim_exec_lua", [last_line, []])).endswith(text):
                 pass
-            return str(line)
 
         view.block(1, ["", ""], "message")
-        shown = []
+        await view.drained()
+        await other.request("nvim_exec_lua", [COUNT_BATCHES, []])
         for i in range(20):
             view.append(1, f"[{i}]")
             # Drawn before the next goes: the view has not read Neovim's answer yet.
-            shown.append(await asyncio.wait_for(drawn(f"[{i}]"), 10))
+            await asyncio.wait_for(drawn(f"[{i}]"), 10)
         await view.drained()
         other.close()
         view.close()
-        return shown
 
-    shown = asyncio.run(main())
-    assert [s.endswith(f"[{i}]") for i, s in enumerate(shown)] == [True] * 20
+    asyncio.run(main())
+    assert nvim.lua("return _G.test_batches") == 20  # one each: none held for the next
 
 
 def _wait_for_hang_up(fd: int) -> None:
@@ -333,3 +347,32 @@ def test_a_batch_pushed_after_neovims_end_is_gone_unanswered_is_drawn_through_th
 
     asyncio.run(main())
     assert editor.batches == [[{"op": "block", "id": 2, "lines": ["second"], "kind": "message"}]]
+
+
+def test_a_neovim_without_a_server_address_draws_the_panel_through_the_editor(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    """A Neovim whose server socket could not be made (its runtime folder is too deep
+    for a Unix socket's path, as under a deep TMPDIR): v:servername is empty or names
+    no socket, there is no connection of the panel's own, and the agent's answer is
+    drawn all the same, through the editor."""
+    from conftest import SCRIPTED
+
+    deep = tmp_path / ("d" * 110)
+    deep.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    nvim = nvim_factory(
+        cwd=work,
+        env={
+            "XDG_RUNTIME_DIR": str(deep),
+            "GEMINI_COMPANION_TEST_TRANSPORT": SCRIPTED,
+            "SCRIPTED_TRANSPORT_LOG": str(tmp_path / "transport.jsonl"),
+        },
+    )
+    address = nvim.lua("return vim.v.servername")
+    assert not address or not Path(address).is_socket(), address
+    nvim.wait_running()
+    nvim.api.command("GeminiAgent stream 1000")
+    wait_for(lambda: transcript(nvim).count("x" * 99) == 10, 30, "the agent's answer, all of it")
+    assert "no channel of the panel's own to Neovim" in nvim.sandbox.log_file.read_text()

@@ -5,6 +5,7 @@ user would, and checks what the user and the other clients observe."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -286,17 +287,27 @@ def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
-def idle_sockets(port: int, count: int) -> list[socket.socket]:
-    """``count`` connections that never send a byte (no token needed)."""
+def idle_sockets(port: int, count: int, sends: bytes = b"") -> list[socket.socket]:
+    """``count`` connections that never send a byte (no token needed), or that each
+    send ``sends`` as soon as connected, and nothing more."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < count + 200:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 1000), hard))
-    sockets = []
+    sockets: list[socket.socket] = []
+    later: list[socket.socket] = []
     for _ in range(count):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         s.setblocking(False)
         s.connect_ex(("127.0.0.1", port))
         sockets.append(s)
+        if sends:
+            try:
+                s.send(sends)
+            except OSError:  # not connected yet
+                later.append(s)
+    for s in later:
+        with contextlib.suppress(OSError):
+            s.send(sends)
     return sockets
 
 
@@ -340,6 +351,35 @@ def test_a_flood_of_idle_sockets_under_a_1024_fd_limit_does_not_lock_out_the_rea
         finally:
             client.close()
         assert open_fds(pid) < baseline + 110
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@pytest.mark.usefixtures("interop")
+@pytest.mark.parametrize("limit", [1024, 256])
+@pytest.mark.parametrize("sends", [b"", b"P"], ids=["silent", "part-of-a-request"])
+def test_the_real_client_connects_right_after_a_flood_of_idle_connections_past_the_fd_limit(
+    nvim: Nvim, limit: int, sends: bytes
+) -> None:
+    """Issue 32 item 7: more idle connections than the host has descriptors, opened
+    as fast as this process can (silent, or each with one byte of a request that
+    never comes), and the real client connecting right behind them: it is served,
+    whatever the limit. (Connections that had sent part of a request were kept
+    until the header deadline: they held every descriptor, and the client could not
+    connect.)"""
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < limit + 400:
+        pytest.skip(f"needs a hard fd limit of {limit + 400} for the attacking sockets")
+    pid = host_pid(nvim)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (limit, limit))
+    sockets = idle_sockets(nvim.state()["port"], limit + 75, sends)
+    try:
+        client = IdeClientProcess(nvim.job_env(), nvim.sandbox.root)
+        try:
+            status = client.connect()
+            assert status["status"] == "connected", status
+        finally:
+            client.close()
     finally:
         for s in sockets:
             s.close()

@@ -30,7 +30,16 @@ from typing import Any
 
 import pynvim
 import pytest
-from harness import INTEROP, ROOT, Nvim, Sandbox, ci_marker, nvim_executable, wait_for
+from harness import (
+    INTEROP,
+    ROOT,
+    Nvim,
+    Sandbox,
+    ci_marker,
+    nvim_executable,
+    short_dir,
+    wait_for,
+)
 
 GEMINI = INTEROP / "node_modules" / ".bin" / "gemini"
 PLUGIN_NAME = "gemini-companion.nvim"
@@ -51,8 +60,9 @@ def _plugin_files() -> list[str]:
 
 
 def _user_env(root: Path, *, keep_manifest: bool = False) -> dict[str, str]:
-    """A user's environment: private XDG folders, and a PATH without this checkout's
-    .venv (whose pynvim would otherwise be what Neovim's provider finds)."""
+    """A user's environment: a private HOME and XDG folders (the build links the
+    extension into ``~/.gemini`` when ``gemini`` is on PATH), and a PATH without this
+    checkout's .venv (whose pynvim would otherwise be what Neovim's provider finds)."""
     sandbox = Sandbox.create(root, root / "unused-manifest.vim")
     env = dict(sandbox.env)
     if not keep_manifest:
@@ -867,7 +877,7 @@ def test_run_command_offline_demo_round_trip(tmp_path: Path) -> None:
     """scripts/run without credentials: a healthy demo with its help, :Gemini, the
     canned edit opens as a diff, :GeminiAccept, and the CLI writes the file; the
     checkout's own .demo/ is left alone."""
-    sock = tmp_path / "nvim.sock"
+    sock = short_dir("gc-demo-") / "nvim.sock"  # a socket's path must be short
     demo = tmp_path / "demo"
     (tmp_path / "tmp").mkdir()
     checkout_demo = ROOT / ".demo"
@@ -1051,7 +1061,7 @@ def test_help_has_a_tag_for_every_command_option_function_event_and_highlight(
 def test_checkhealth_names_packages_the_host_lacks(nvim_factory: Any, tmp_path: Path) -> None:
     """A host Python with pynvim but none of the server's packages (a user's own
     g:python3_host_prog, no build): each missing package is an error with the fix."""
-    bare = bare_host(tmp_path)
+    bare = bare_host(short_dir("gc-host-"))  # a user's Python: a short path, the message whole
     nvim = nvim_factory(
         setup={"auto_start": False},
         extra_init=f"vim.g.python3_host_prog = {json.dumps(str(bare))}\n"

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# The listen queue once serving: clients wait there while the server accepts a few
+# at a time (connections.accept_batch).
+LISTEN_QUEUE = 1024
+
 
 class ServerExitedError(RuntimeError):
     """Uvicorn returned without an exception although nobody asked it to exit."""
@@ -254,7 +258,7 @@ class CompanionServer:
         from uvicorn.config import Config
         from uvicorn.server import Server
 
-        from .connections import ConnectionLimits, ConnectionTable, protocol_class
+        from .connections import ConnectionLimits, ConnectionTable, accept_batch, protocol_class
 
         app, lifespans = self._build_app()
         self.connections = ConnectionTable(
@@ -272,6 +276,10 @@ class CompanionServer:
             ws="none",
             # h11 with a header deadline and a connection cap (connections.py)
             http=protocol_class(self.connections),
+            # The event loop accepts up to this many connections in one go, before
+            # the cap sees any: a few, so a flood never reaches the descriptor
+            # limit. The listen queue is made long again once serving (_started).
+            backlog=accept_batch(self.connections.limits),
         )
         server = Server(config)
         self._uvicorn = server
@@ -295,6 +303,11 @@ class CompanionServer:
         throwaway session beside them would only slow them down)."""
         while not server.started:  # noqa: ASYNC110 (uvicorn offers a flag, no event)
             await asyncio.sleep(0.002)
+        # Serving set the socket's listen queue to the accept batch: a client that
+        # connects during a flood waits in a longer one, not for its SYN to be sent
+        # again a second later.
+        with contextlib.suppress(OSError):
+            self._sock.listen(LISTEN_QUEUE)
         if warm_up:
             await self._warm_up(app)
         self.serving.set()

@@ -255,9 +255,11 @@ class DiffReview:
         except OSError as exc:
             log.error("could not keep the user's text of %s: %s", path, exc)
             kept = f"nowhere: it could not be saved ({exc.strerror or exc})"
+        # Where the text is kept comes first: a long message is cut for the message
+        # area (state.lua), and a deep TMPDIR makes that path long.
         self._editor.notify(
-            f"The agent's edit of {shown(path)} ended before your answer; your edited"
-            f" text from its diff tab is kept in {kept} .",
+            f"Your text from the diff tab is kept in {kept} : the agent's edit of"
+            f" {shown(path)} ended before your answer.",
             WARN,
         )
 
