@@ -4,8 +4,8 @@
 --- Neovim's tree-sitter highlighter re-parses a growing answer without headings
 --- whole after each batch (one markdown `section`), and parses the inline and
 --- HTML injections of the lines on screen at each redraw (bench/markdown_parse.lua
---- measures both). Here, instead, each line is classified once by Lua patterns
---- when it arrives (the growing last line again at each batch): headings, list
+--- measures both). Here, instead, each line is classified once when it arrives,
+--- the growing last line as it grows (only what each batch appended): headings, list
 --- markers, block quotes, rules, tables, fence lines and bodies, inline code,
 --- bold, italic, strikethrough and links. The result is real extmarks in the
 --- namespace `gemini_companion_agent_markdown` with the tree-sitter capture groups
@@ -44,6 +44,9 @@ M.KINDS = { message = true, text = true, prompt = true }
 ---@field complete? boolean the block's last line is final
 ---@field busy? boolean more rows are being classified in the next turns
 ---@field ended? boolean the block is over (M.finish), to be done after them
+---@field tail? { line: gemini_companion.MarkdownLine, sealed?: boolean } the last
+--- line (row `st.done`) classified so far, its marks set; `sealed`: classified as
+--- whole when the block ended
 
 ---@type table<integer, gemini_companion.MarkdownState>
 local states = {}
@@ -106,6 +109,20 @@ local function light(b, start, fence, to)
   end
 end
 
+--- The line closes the fence: a run of its character at least as long, alone
+--- (after at most three spaces, and blanks).
+---@param fence gemini_companion.MarkdownFence
+---@param line string
+---@return boolean
+local function closes(fence, line)
+  local lead = line:find("[^ ]")
+  if not lead or lead > 4 or line:sub(lead, lead) ~= fence.char then
+    return false
+  end
+  local chars = line:match(fence.char == "`" and "^ *(```+)%s*$" or "^ *(~~~+)%s*$")
+  return chars ~= nil and #chars >= fence.len
+end
+
 -- Blocks ------------------------------------------------------------------------
 
 --- Lines classified in one turn of the main loop (a few ms): a batch of
@@ -130,17 +147,30 @@ function run(b, id, st, start, finish)
   local lines = api.nvim_buf_get_lines(b, first, last, false)
   local fence = st.fence
   local folds = (complete or partial) and #lines or #lines - 1
+  local tail = st.tail
+  st.tail = nil
   for i, line in ipairs(lines) do
     local row = first + i - 1
     local rel = row - start
     if fence then
-      if classifier.closes(fence, line) then
+      if closes(fence, line) then
         span(b, start, fence, row, #line)
         light(b, start, fence, rel)
         fence = nil
       end
-    else
+    elseif i <= folds and not (tail and tail.line.rel == rel) then
       fence = classifier.classify(b, row, rel, line)
+    else
+      -- The line being classified as it grows: only what was appended.
+      local ls = tail and tail.line
+      if not ls or ls.rel ~= rel or tail.sealed or #line < ls.n or line:sub(1, ls.n) ~= ls.s then
+        api.nvim_buf_clear_namespace(b, M.ns, row, row + 1)
+        ls = classifier.start(rel)
+      end
+      fence = classifier.feed(ls, b, row, line, i <= folds)
+      if i > folds then
+        st.tail = { line = ls }
+      end
     end
     if i == folds then
       st.done, st.fence = rel + 1, fence
@@ -156,6 +186,7 @@ function run(b, id, st, start, finish)
         return
       end
       st.busy = nil
+      st.tail = nil -- its marks are cleared here
       local now, now_finish = require("gemini_companion.agent.transcript")._range(id)
       if now then
         api.nvim_buf_clear_namespace(b, M.ns, now + st.done, now_finish)
@@ -200,18 +231,20 @@ function M.update(b, id, kind, start, first, finish, replaced)
   end
   local complete = replaced and kind ~= "message" and kind ~= "text"
   local code = require("gemini_companion.agent.markdown_code")
-  api.nvim_buf_clear_namespace(b, M.ns, first, finish)
+  local st = states[id]
+  -- The last line, classified so far, keeps its marks: only what follows counts.
+  local keep = st and not st.busy and not replaced and st.tail and first - start == st.done and 1 or 0
+  api.nvim_buf_clear_namespace(b, M.ns, first + keep, finish)
   code.clear(b, first, finish)
   if not M.KINDS[kind] then
     states[id] = nil
     return
   end
-  local st = states[id]
   if st and st.busy then
     st.complete = complete -- its next slice goes on to the block's end
     return
   end
-  if not st or first - start ~= st.done then
+  if not st or replaced or first - start ~= st.done then
     if first > start then
       api.nvim_buf_clear_namespace(b, M.ns, start, first)
       code.clear(b, start, first)
@@ -246,11 +279,18 @@ end
 ---@param finish integer
 function finish_state(b, st, start, finish)
   st.ended = nil
+  local tail = st.tail
+  if tail and not tail.sealed and start + tail.line.rel == finish - 1 then
+    -- The last line is whole: what waited for the rest of it is decided.
+    local last = api.nvim_buf_get_lines(b, finish - 1, finish, false)[1] or ""
+    classifier.feed(tail.line, b, finish - 1, last, true)
+    tail.sealed = true
+  end
   local fence = st.fence
   if fence and st.done < finish - start then
     -- The last line: a closing fence, or more of the body.
     local last = api.nvim_buf_get_lines(b, finish - 1, finish, false)[1] or ""
-    if classifier.closes(fence, last) then
+    if closes(fence, last) then
       return -- closed: lit when it was drawn
     end
   end
