@@ -1,0 +1,142 @@
+"""Hostile markdown lines (issue 31 item 1) in a real Neovim: lines of up to 10,000
+bytes of brackets, underscores, asterisks, backticks, pipes, fences left open and
+mixtures (tests/hostile_markdown.py), streamed into the transcript in 100-byte
+batches as the CLI sends them, end with the highlights of the whole line, each
+mark set once (not again at each batch); and every line, ordinary or hostile, is
+marked as the classifier before issue 31 marked it (tests/markdown_v1.lua, kept as
+the oracle). What they cost is measured by bench/hostile_lines.py, not here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import ROOT, Nvim
+from hostile_markdown import hostile_lines, ordinary_lines
+
+ORACLE = ROOT / "tests" / "markdown_v1.lua"
+
+# The markdown namespace's marks as "row:col:end_row:end_col:group:priority", sorted.
+MARKS = """
+local function marks(b)
+  local ns = require('gemini_companion.agent.markdown').ns
+  local out, top = {}, 0
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(b, ns, 0, -1, { details = true })) do
+    local d = m[4]
+    out[#out + 1] = table.concat({ m[2], m[3], d.end_row, d.end_col, d.hl_group, d.priority }, ':')
+    top = math.max(top, m[1])
+  end
+  table.sort(out)
+  return out, top
+end
+"""
+
+# Stream the text into an answer in batches of `chunk` bytes, end the turn, then
+# classify the answer again whole: both sets of marks, and the highest mark id the
+# stream used (ids count every mark ever set in the buffer's namespace).
+STREAM = (
+    MARKS
+    + """
+local text, chunk = ...
+local t = require('gemini_companion.agent.transcript')
+local md = require('gemini_companion.agent.markdown')
+local b = t.buffer()
+t._apply({ { op = 'block', id = 1, lines = { '▍ You', 'go', '', '▍ Gemini' }, kind = 'prompt' } })
+local start = vim.api.nvim_buf_line_count(b)
+for i = 1, #text, chunk do
+  t._apply({ { op = 'append', id = 2, text = text:sub(i, i + chunk - 1), prefix = '' } })
+end
+t._apply({ { op = 'state', state = { state = 'idle' } } })
+assert(vim.wait(10000, function() return not md.busy() end), 'still classifying')
+local streamed, top = marks(b)
+md.reset()
+md.SLICE = math.huge
+vim.api.nvim_buf_clear_namespace(b, md.ns, 0, -1)
+md.update(b, -1, 'prompt', start, start, vim.api.nvim_buf_line_count(b), true)
+return { streamed = streamed, whole = (marks(b)), top = top }
+"""
+)
+
+
+def stream(nvim: Nvim, text: str, chunk: int = 100) -> tuple[list[str], list[str], int]:
+    """The marks streamed, those of the whole answer, and the highest mark id."""
+    found = nvim.lua(STREAM, text, chunk)
+    return list(found["streamed"]), list(found["whole"]), int(found["top"])
+
+
+def test_hostile_lines_streamed_in_batches_end_with_the_marks_of_the_whole_line_set_once(
+    nvim_factory: Callable[..., Nvim],
+) -> None:
+    nvim = nvim_factory()
+    corpus = hostile_lines()
+    # Each line streamed after a paragraph of prose; the last one ends the turn
+    # without a newline (then the turn's end says it is whole).
+    text = "\n".join(f"Line {name}:\n{line}" for name, line in corpus.items())
+    streamed, whole, top = stream(nvim, text)
+    assert len(whole) > 10_000  # the corpus is marked: pipes, emphasis, code...
+    missing, extra = sorted(set(whole) - set(streamed)), sorted(set(streamed) - set(whole))
+    assert streamed == whole, (missing[:5], extra[:5])
+    # Each mark was set once as its line grew (a mark that follows the line's end
+    # moves, keeping its id), not cleared and set again at each of 3,000 batches.
+    assert top <= len(streamed) + 50
+
+
+def test_a_line_split_anywhere_ends_with_the_marks_of_the_whole_line(
+    nvim_factory: Callable[..., Nvim],
+) -> None:
+    nvim = nvim_factory()
+    text = "\n".join(ordinary_lines()[:400])
+    for chunk in (1, 2, 3, 7):
+        streamed, whole, _ = stream(nvim, text, chunk)
+        assert streamed == whole, chunk
+        # A new transcript for the next run.
+        nvim.lua(
+            "vim.api.nvim_buf_delete(require('gemini_companion.agent.transcript').buffer(),"
+            " { force = true })"
+        )
+
+
+# Classify each line with the oracle and with the classifier, in two buffers.
+COMPARE = (
+    MARKS
+    + """
+local lines, oracle = ...
+local old = dofile(oracle)
+local new = require('gemini_companion.agent.markdown_lines')
+local function run(classifier)
+  local b = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
+  local fences = {}
+  for i, line in ipairs(lines) do
+    fences[i] = vim.inspect(classifier.classify(b, i - 1, i - 1, line))
+  end
+  return { marks = (marks(b)), fences = fences }
+end
+return { old = run(old), new = run(new) }
+"""
+)
+
+
+def by_row(marks: list[str]) -> dict[int, list[str]]:
+    rows: dict[int, list[str]] = {}
+    for m in marks:
+        rows.setdefault(int(m.split(":", 1)[0]), []).append(m)
+    return rows
+
+
+def test_every_line_is_marked_as_the_classifier_before_issue_31_marked_it(
+    nvim_factory: Callable[..., Nvim],
+) -> None:
+    nvim = nvim_factory()
+    lines = ordinary_lines() + list(hostile_lines(3_000).values())
+    found = nvim.lua(COMPARE, lines, str(Path(ORACLE)))
+    old, new = found["old"], found["new"]
+    assert len(old["marks"]) > 3_000
+    old_rows, new_rows = by_row(old["marks"]), by_row(new["marks"])
+    wrong = [
+        (lines[row], sorted(old_rows.get(row, [])), sorted(new_rows.get(row, [])))
+        for row in sorted(set(old_rows) | set(new_rows))
+        if sorted(old_rows.get(row, [])) != sorted(new_rows.get(row, []))
+    ]
+    assert not wrong, wrong[:3]
+    assert new["fences"] == old["fences"]
