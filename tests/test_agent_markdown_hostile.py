@@ -16,24 +16,21 @@ from hostile_markdown import hostile_lines, ordinary_lines
 
 ORACLE = ROOT / "tests" / "markdown_v1.lua"
 
-# The markdown namespace's marks as "row:col:end_row:end_col:group:priority", sorted.
+# The markdown's marks as "row:col:end_row:end_col:group:priority", sorted.
 MARKS = """
 local function marks(b)
-  local ns = require('gemini_companion.agent.markdown').ns
-  local out, top = {}, 0
-  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(b, ns, 0, -1, { details = true })) do
-    local d = m[4]
-    out[#out + 1] = table.concat({ m[2], m[3], d.end_row, d.end_col, d.hl_group, d.priority }, ':')
-    top = math.max(top, m[1])
+  local out = {}
+  for _, m in ipairs(require('gemini_companion.agent.markdown').marks(b, 0, -1)) do
+    out[#out + 1] = table.concat({ m[1], m[2], m[3], m[4], m[5], m[6] }, ':')
   end
   table.sort(out)
-  return out, top
+  return out
 end
 """
 
 # Stream the text into an answer in batches of `chunk` bytes, end the turn, then
-# classify the answer again whole: both sets of marks, and the highest mark id the
-# stream used (ids count every mark ever set in the buffer's namespace).
+# classify the answer again whole: both sets of marks, and how many marks the
+# stream set in all (agent/markdown_marks.lua counts them).
 STREAM = (
     MARKS
     + """
@@ -48,20 +45,21 @@ for i = 1, #text, chunk do
 end
 t._apply({ { op = 'state', state = { state = 'idle' } } })
 assert(vim.wait(10000, function() return not md.busy() end), 'still classifying')
-local streamed, top = marks(b)
+local streamed = marks(b)
+local added = require('gemini_companion.agent.markdown_marks').added
 md.reset()
 md.SLICE = math.huge
-vim.api.nvim_buf_clear_namespace(b, md.ns, 0, -1)
+md.clear(b, 0, -1)
 md.update(b, -1, 'prompt', start, start, vim.api.nvim_buf_line_count(b), true)
-return { streamed = streamed, whole = (marks(b)), top = top }
+return { streamed = streamed, whole = marks(b), added = added }
 """
 )
 
 
 def stream(nvim: Nvim, text: str, chunk: int = 100) -> tuple[list[str], list[str], int]:
-    """The marks streamed, those of the whole answer, and the highest mark id."""
+    """The marks streamed, those of the whole answer, and how many the stream set."""
     found = nvim.lua(STREAM, text, chunk)
-    return list(found["streamed"]), list(found["whole"]), int(found["top"])
+    return list(found["streamed"]), list(found["whole"]), int(found["added"])
 
 
 def test_hostile_lines_streamed_in_batches_end_with_the_marks_of_the_whole_line_set_once(
@@ -72,13 +70,13 @@ def test_hostile_lines_streamed_in_batches_end_with_the_marks_of_the_whole_line_
     # Each line streamed after a paragraph of prose; the last one ends the turn
     # without a newline (then the turn's end says it is whole).
     text = "\n".join(f"Line {name}:\n{line}" for name, line in corpus.items())
-    streamed, whole, top = stream(nvim, text)
+    streamed, whole, added = stream(nvim, text)
     assert len(whole) > 10_000  # the corpus is marked: pipes, emphasis, code...
     missing, extra = sorted(set(whole) - set(streamed)), sorted(set(streamed) - set(whole))
     assert streamed == whole, (missing[:5], extra[:5])
-    # Each mark was set once as its line grew (a mark that follows the line's end
-    # moves, keeping its id), not cleared and set again at each of 3,000 batches.
-    assert top <= len(streamed) + 50
+    # Each mark was set once as its line grew (a mark to the line's end follows
+    # it), not cleared and set again at each of 3,000 batches.
+    assert added <= len(streamed) + 50
 
 
 def test_a_line_split_anywhere_ends_with_the_marks_of_the_whole_line(
@@ -110,7 +108,7 @@ local function run(classifier)
   for i, line in ipairs(lines) do
     fences[i] = vim.inspect(classifier.classify(b, i - 1, i - 1, line))
   end
-  return { marks = (marks(b)), fences = fences }
+  return { marks = marks(b), fences = fences }
 end
 return { old = run(old), new = run(new) }
 """
@@ -140,3 +138,45 @@ def test_every_line_is_marked_as_the_classifier_before_issue_31_marked_it(
     ]
     assert not wrong, wrong[:3]
     assert new["fences"] == old["fences"]
+
+
+# The screen's attributes along a transcript line, and the marks' groups there.
+SCREEN = """
+local text = ...
+local t = require('gemini_companion.agent.transcript')
+local b = t.buffer()
+vim.api.nvim_win_set_buf(0, b)
+t._apply({ { op = 'block', id = 1, lines = { 'a tool' }, kind = 'tool' } })
+t._apply({ { op = 'append', id = 2, text = text, prefix = '' } })
+vim.cmd('redraw')
+local function attrs(screen_row)
+  local out = {}
+  for col = 1, 30 do
+    out[#out + 1] = vim.fn.screenattr(screen_row, col)
+  end
+  return out
+end
+local function row()
+  return vim.fn.search('^plain', 'nw')
+end
+local before = attrs(row())
+local first = row()
+-- The block above drawn again, longer: the line moves down, its marks with it.
+t._apply({ { op = 'block', id = 1, lines = { 'a tool', 'its output', 'more' }, kind = 'tool' } })
+vim.api.nvim_win_set_cursor(0, { 1, 0 })
+vim.cmd('redraw')
+local now = row()
+return { before = before, after = attrs(now), line = vim.fn.getline(now), moved = now - first }
+"""
+
+
+def test_the_marks_are_drawn_where_their_line_is_shown_as_lines_come_before_it(
+    nvim_factory: Callable[..., Nvim],
+) -> None:
+    nvim = nvim_factory()
+    found = nvim.lua(SCREEN, "\nplain **bold** and `code` end\n")
+    assert found["line"] == "plain **bold** and `code` end" and found["moved"] == 2
+    for attrs in (found["before"], found["after"]):
+        plain, bold, code = attrs[0], attrs[6], attrs[19]
+        assert len({plain, bold, code}) == 3
+        assert attrs[6:14] == [bold] * 8 and attrs[14:19] == [plain] * 5

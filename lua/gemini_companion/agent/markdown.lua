@@ -52,6 +52,7 @@ M.KINDS = { message = true, text = true, prompt = true }
 local states = {}
 
 local run -- defined below, with the blocks
+local clear -- defined below, with M.reset
 
 ---@type boolean the transcript is highlighted here (`agent.markdown` true)
 local enabled = false
@@ -59,6 +60,46 @@ local enabled = false
 --- Forget every block (a new transcript buffer).
 function M.reset()
   states = {}
+  require("gemini_companion.agent.markdown_marks").reset()
+end
+
+--- Forget the marks of rows `first`..`last` - 1: the fences' (extmarks in `M.ns`)
+--- and the lines' (agent/markdown_marks.lua).
+---@param b integer
+---@param first integer
+---@param last integer
+function clear(b, first, last)
+  api.nvim_buf_clear_namespace(b, M.ns, first, last)
+  require("gemini_companion.agent.markdown_marks").clear(b, first, last)
+end
+M.clear = clear
+
+--- The markdown marks of rows `first`..`last` - 1 (`last` -1: to the end), as
+--- `{ row, col, end_row, end_col, group, priority }`, sorted (for tests and
+--- benches: the lines' marks are drawn, not kept as extmarks).
+---@param b integer
+---@param first integer
+---@param last integer
+---@return table[]
+function M.marks(b, first, last)
+  local out = {}
+  for _, m in ipairs(require("gemini_companion.agent.markdown_marks").get(b, first, last)) do
+    out[#out + 1] = { m[1], m[2], m[1], m[3], m[4], m[5] }
+  end
+  local to = last == -1 and -1 or { last - 1, -1 }
+  for _, m in ipairs(api.nvim_buf_get_extmarks(b, M.ns, { first, 0 }, to, { details = true, overlap = true })) do
+    local d = m[4]
+    out[#out + 1] = { m[2], m[3], d.end_row, d.end_col, d.hl_group, d.priority }
+  end
+  table.sort(out, function(x, y)
+    for i = 1, 6 do
+      if x[i] ~= y[i] then
+        return x[i] < y[i]
+      end
+    end
+    return false
+  end)
+  return out
 end
 
 --- Highlight a new transcript buffer as `agent.markdown` says: true (here),
@@ -69,6 +110,7 @@ end
 ---@param b integer
 function M.start(b)
   M.reset()
+  require("gemini_companion.agent.markdown_marks").draw(b)
   require("gemini_companion.agent.markdown_code").reset()
   pcall(vim.treesitter.language.register, "markdown", "gemini_agent")
   local config = require("gemini_companion.config").get()
@@ -145,6 +187,7 @@ function run(b, id, st, start, finish)
   local partial = last < finish
   local complete = st.complete
   local lines = api.nvim_buf_get_lines(b, first, last, false)
+  local marks = require("gemini_companion.agent.markdown_marks")
   local fence = st.fence
   local folds = (complete or partial) and #lines or #lines - 1
   local tail = st.tail
@@ -160,16 +203,19 @@ function run(b, id, st, start, finish)
       end
     elseif i <= folds and not (tail and tail.line.rel == rel) then
       fence = classifier.classify(b, row, rel, line)
+      marks.seal(b, row)
     else
       -- The line being classified as it grows: only what was appended.
       local ls = tail and tail.line
       if not ls or ls.rel ~= rel or tail.sealed or #line < ls.n or line:sub(1, ls.n) ~= ls.s then
-        api.nvim_buf_clear_namespace(b, M.ns, row, row + 1)
+        clear(b, row, row + 1)
         ls = classifier.start(rel)
       end
       fence = classifier.feed(ls, b, row, line, i <= folds)
       if i > folds then
         st.tail = { line = ls }
+      else
+        marks.seal(b, row)
       end
     end
     if i == folds then
@@ -189,7 +235,7 @@ function run(b, id, st, start, finish)
       st.tail = nil -- its marks are cleared here
       local now, now_finish = require("gemini_companion.agent.transcript")._range(id)
       if now then
-        api.nvim_buf_clear_namespace(b, M.ns, now + st.done, now_finish)
+        clear(b, now + st.done, now_finish)
         run(b, id, st, now, now_finish)
       end
     end)
@@ -234,7 +280,7 @@ function M.update(b, id, kind, start, first, finish, replaced)
   local st = states[id]
   -- The last line, classified so far, keeps its marks: only what follows counts.
   local keep = st and not st.busy and not replaced and st.tail and first - start == st.done and 1 or 0
-  api.nvim_buf_clear_namespace(b, M.ns, first + keep, finish)
+  clear(b, first + keep, finish)
   code.clear(b, first, finish)
   if not M.KINDS[kind] then
     states[id] = nil
@@ -246,7 +292,7 @@ function M.update(b, id, kind, start, first, finish, replaced)
   end
   if not st or replaced or first - start ~= st.done then
     if first > start then
-      api.nvim_buf_clear_namespace(b, M.ns, start, first)
+      clear(b, start, first)
       code.clear(b, start, first)
     end
     st = { done = 0 }
@@ -284,6 +330,7 @@ function finish_state(b, st, start, finish)
     -- The last line is whole: what waited for the rest of it is decided.
     local last = api.nvim_buf_get_lines(b, finish - 1, finish, false)[1] or ""
     classifier.feed(tail.line, b, finish - 1, last, true)
+    require("gemini_companion.agent.markdown_marks").seal(b, finish - 1)
     tail.sealed = true
   end
   local fence = st.fence

@@ -14,26 +14,11 @@ local M = {}
 
 local api = vim.api
 
-M.ns = api.nvim_create_namespace("gemini_companion_agent_markdown")
+M.ns = api.nvim_create_namespace("gemini_companion_agent_markdown") -- agent/markdown_marks.lua draws in it
 
 local PRI = vim.hl.priorities.treesitter -- 100, as Neovim's highlighter
 M.RAW = "@markup.raw.block.markdown"
 local PUNCT = "@punctuation.special.markdown"
-
-local opts = { end_col = 0, hl_group = 0, priority = PRI } -- reused: read at once
----@type table<string, integer> group name -> its id (an id costs Neovim no lookup by name per mark)
-local ids = {}
-
----@param group string
----@return integer
-local function hl_id(group)
-  local id = ids[group]
-  if not id then
-    id = api.nvim_get_hl_id_by_name(group)
-    ids[group] = id
-  end
-  return id
-end
 
 ---@param b integer
 ---@param row integer
@@ -43,8 +28,7 @@ end
 ---@param priority? integer
 local function mark(b, row, col, end_col, group, priority)
   if end_col > col then
-    opts.end_col, opts.hl_group, opts.priority = end_col, hl_id(group), priority or PRI
-    api.nvim_buf_set_extmark(b, M.ns, row, col, opts)
+    require("gemini_companion.agent.markdown_marks").add(b, row, col, end_col, group, priority or PRI)
   end
 end
 
@@ -61,7 +45,7 @@ end
 ---@field col integer the bytes before the inline markdown
 ---@field count integer a rule's characters, a delimiter row's dashes
 ---@field info_pos? integer where a fence's info string is looked for from
----@field grows table<string, { id?: integer, col: integer, group: string, priority: integer }>
+---@field grows table<string, { col: integer, group: string }> its marks to the line's end
 ---@field inline? gemini_companion.Inline
 ---@field fence? gemini_companion.MarkdownFence the fence the line opens (so far)
 
@@ -78,15 +62,18 @@ end
 ---@param group string
 ---@param priority? integer
 local function grow(ls, key, col, group, priority)
-  ls.grows[key] = ls.grows[key] or { col = col, group = group, priority = priority or PRI }
+  if not ls.grows[key] then
+    ls.grows[key] = { col = col, group = group }
+    require("gemini_companion.agent.markdown_marks").add(ls.b, ls.row, col, -1, group, priority or PRI)
+  end
 end
 
 ---@param ls gemini_companion.MarkdownLine
 ---@param key string
 local function ungrow(ls, key)
   local g = ls.grows[key]
-  if g and g.id then
-    api.nvim_buf_del_extmark(ls.b, M.ns, g.id)
+  if g then
+    require("gemini_companion.agent.markdown_marks").remove(ls.b, ls.row, g.col, g.group)
   end
   ls.grows[key] = nil
 end
@@ -361,17 +348,6 @@ function M.feed(ls, b, row, line, eol)
   ls.stage = stage
   if ls.inline then
     require("gemini_companion.agent.markdown_inline").feed(ls.inline, line, eol)
-  end
-  for _, g in pairs(ls.grows) do
-    if ls.n > g.col then
-      g.id = api.nvim_buf_set_extmark(
-        b,
-        M.ns,
-        row,
-        g.col,
-        { id = g.id, end_col = ls.n, hl_group = hl_id(g.group), priority = g.priority }
-      )
-    end
   end
   return ls.fence
 end
