@@ -47,19 +47,26 @@ t._apply({ { op = 'state', state = { state = 'idle' } } })
 assert(vim.wait(10000, function() return not md.busy() end), 'still classifying')
 local streamed = marks(b)
 local added = require('gemini_companion.agent.markdown_marks').added
+local extmarks = #vim.api.nvim_buf_get_extmarks(b, md.ns, 0, -1, {})
 md.reset()
 md.SLICE = math.huge
 md.clear(b, 0, -1)
 md.update(b, -1, 'prompt', start, start, vim.api.nvim_buf_line_count(b), true)
-return { streamed = streamed, whole = marks(b), added = added }
+return { streamed = streamed, whole = marks(b), added = added, extmarks = extmarks }
 """
 )
 
 
-def stream(nvim: Nvim, text: str, chunk: int = 100) -> tuple[list[str], list[str], int]:
-    """The marks streamed, those of the whole answer, and how many the stream set."""
+def stream(nvim: Nvim, text: str, chunk: int = 100) -> tuple[list[str], list[str], int, int]:
+    """The marks streamed, those of the whole answer, how many the stream set, and
+    the extmarks left in the markdown's namespace."""
     found = nvim.lua(STREAM, text, chunk)
-    return list(found["streamed"]), list(found["whole"]), int(found["added"])
+    return (
+        list(found["streamed"]),
+        list(found["whole"]),
+        int(found["added"]),
+        int(found["extmarks"]),
+    )
 
 
 def test_hostile_lines_streamed_in_batches_end_with_the_marks_of_the_whole_line_set_once(
@@ -70,13 +77,16 @@ def test_hostile_lines_streamed_in_batches_end_with_the_marks_of_the_whole_line_
     # Each line streamed after a paragraph of prose; the last one ends the turn
     # without a newline (then the turn's end says it is whole).
     text = "\n".join(f"Line {name}:\n{line}" for name, line in corpus.items())
-    streamed, whole, added = stream(nvim, text)
+    streamed, whole, added, extmarks = stream(nvim, text)
     assert len(whole) > 10_000  # the corpus is marked: pipes, emphasis, code...
     missing, extra = sorted(set(whole) - set(streamed)), sorted(set(streamed) - set(whole))
     assert streamed == whole, (missing[:5], extra[:5])
     # Each mark was set once as its line grew (a mark to the line's end follows
     # it), not cleared and set again at each of 3,000 batches.
     assert added <= len(streamed) + 50
+    # They are not kept as extmarks (about 200 bytes each in Neovim): only the
+    # fences' spans are.
+    assert extmarks <= 10
 
 
 def test_a_line_split_anywhere_ends_with_the_marks_of_the_whole_line(
@@ -85,7 +95,7 @@ def test_a_line_split_anywhere_ends_with_the_marks_of_the_whole_line(
     nvim = nvim_factory()
     text = "\n".join(ordinary_lines()[:400])
     for chunk in (1, 2, 3, 7):
-        streamed, whole, _ = stream(nvim, text, chunk)
+        streamed, whole, _, _ = stream(nvim, text, chunk)
         assert streamed == whole, chunk
         # A new transcript for the next run.
         nvim.lua(
