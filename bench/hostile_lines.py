@@ -41,10 +41,10 @@ STALL_TARGET_MS = 16.0
 COST_TARGET = 2.0
 
 DRAWN = """
-local size = ...
+local mark = ...
 local b = require('gemini_companion.agent.transcript').buffer()
 for _, line in ipairs(vim.api.nvim_buf_get_lines(b, -4, -1, false)) do
-  if #line == size then return true end
+  if line == mark then return true end
 end
 return false
 """
@@ -85,15 +85,16 @@ def transcript_tail(nvim: Nvim) -> str:
     )
 
 
-def stream_line(nvim: Nvim, turn: int, size: int) -> tuple[float, float, float, float]:
-    """Turn ``turn`` (one line of ``size`` bytes) at the CLI's pace: CPU seconds of
-    Neovim and of the host, the longest stall and the slowest round trip (ms)."""
+def stream_line(nvim: Nvim, turn: int) -> tuple[float, float, float, float]:
+    """Turn ``turn`` (one line, then the line ``end of N``) at the CLI's pace: CPU
+    seconds of Neovim and of the host, the longest stall and the slowest round
+    trip (ms)."""
     host = int(nvim.lua("return vim.fn.jobpid(require('gemini_companion.host').channel)"))
     before = cpu_seconds(nvim.pid), cpu_seconds(host)
     stall, worst_eval, _ = measure_stream(
         nvim,
         f"GeminiAgent paced {turn} 100 20",
-        lambda: agent_state(nvim) == "idle" and bool(nvim.lua(DRAWN, size)),
+        lambda: agent_state(nvim) == "idle" and bool(nvim.lua(DRAWN, f"end of {turn}")),
         f"line {turn} drawn",
     )
     return cpu_seconds(nvim.pid) - before[0], cpu_seconds(host) - before[1], stall, worst_eval
@@ -112,12 +113,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         script = root / "script.json"
-        script.write_text(json.dumps({"turns": [[["text", corpus[n] + "\n"]] for n in names]}))
+        turns = [[["text", f"{corpus[n]}\nend of {i}\n"]] for i, n in enumerate(names)]
+        script.write_text(json.dumps({"turns": turns}))
         for run in range(args.runs):
             nvim = start(root / f"run{run}", script)
             try:
                 for turn, name in enumerate(names):
-                    results[name].append(stream_line(nvim, turn, len(corpus[name])))
+                    results[name].append(stream_line(nvim, turn))
             finally:
                 nvim.close()
     print(f"load average after: {load()}")
