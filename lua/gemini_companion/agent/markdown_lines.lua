@@ -46,7 +46,9 @@ end
 ---@field count integer a rule's characters, a delimiter row's dashes
 ---@field info_pos? integer where a fence's info string is looked for from
 ---@field grows table<string, { col: integer, group: string }> its marks to the line's end
+---@field wants? boolean the inline markdown is looked for, from `col`
 ---@field inline? gemini_companion.Inline
+---@field pipe? integer where a table row's next pipe is looked for from
 ---@field fence? gemini_companion.MarkdownFence the fence the line opens (so far)
 
 ---@type table<integer, true> the bytes that can start a line's markdown syntax
@@ -83,11 +85,25 @@ end
 ---@param col integer
 ---@return string
 local function inline(ls, col)
-  ls.col = col
-  ls.inline = require("gemini_companion.agent.markdown_inline").new(col, function(from, to, group)
-    mark(ls.b, ls.row, from - 1, to, group)
-  end)
+  ls.col, ls.wants, ls.pos = col, true, col + 1
   return "inline"
+end
+
+--- The inline markdown, once the line holds a byte that can start it (most
+--- lines hold none: they cost a search).
+---@param ls gemini_companion.MarkdownLine
+local function feed_inline(ls)
+  local engine = require("gemini_companion.agent.markdown_inline")
+  if not ls.inline then
+    if not ls.s:find("[`*_~%[<]", ls.pos) then
+      ls.pos = ls.n + 1
+      return
+    end
+    ls.inline = engine.new(ls.col, function(from, to, group)
+      mark(ls.b, ls.row, from - 1, to, group)
+    end)
+  end
+  engine.feed(ls.inline, ls.s, ls.eol)
 end
 
 ---@type table<string, fun(ls: gemini_companion.MarkdownLine): string?>
@@ -292,19 +308,20 @@ end
 --- A table row's pipes (not `\|`), as they come; its inline markdown.
 function STAGES.row(ls)
   local s = ls.s
-  if not ls.inline then
+  if not ls.wants then
     inline(ls, ls.col)
+    ls.pipe = ls.col + 1
   end
   while true do
-    local at = s:find("|", ls.pos, true)
+    local at = s:find("|", ls.pipe, true)
     if not at then
-      ls.pos = ls.n + 1
+      ls.pipe = ls.n + 1
       return nil
     end
     if s:byte(at - 1) ~= 0x5c then
       mark(ls.b, ls.row, at - 1, at, PUNCT)
     end
-    ls.pos = at + 1
+    ls.pipe = at + 1
   end
 end
 
@@ -346,8 +363,8 @@ function M.feed(ls, b, row, line, eol)
     stage = next_stage
   end
   ls.stage = stage
-  if ls.inline then
-    require("gemini_companion.agent.markdown_inline").feed(ls.inline, line, eol)
+  if ls.wants then
+    feed_inline(ls)
   end
   return ls.fence
 end

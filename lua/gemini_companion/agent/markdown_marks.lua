@@ -85,6 +85,8 @@ end
 
 ---@type integer?, integer?, integer? the last row looked up: buffer, changedtick, row mark id
 local last_b, last_tick, last_row, last_id
+---@type integer[]? the rows last cleared: buffer, changedtick, first, last (exclusive)
+local fresh = nil
 
 --- The marks of row `row`, created when `create`.
 ---@param b integer
@@ -94,7 +96,13 @@ local last_b, last_tick, last_row, last_id
 local function line_of(b, row, create)
   local tick = api.nvim_buf_get_changedtick(b)
   if not (last_b == b and last_tick == tick and last_row == row and lines[last_id]) then
-    local found = api.nvim_buf_get_extmarks(b, rows_ns, { row, 0 }, { row, 0 }, { limit = 1 })
+    local found = {}
+    local f = fresh
+    if f and f[1] == b and f[2] == tick and row >= f[3] and row < f[4] then
+      f[3] = row + 1 -- rows are marked in order: none of these has a row mark yet
+    else
+      found = api.nvim_buf_get_extmarks(b, rows_ns, { row, 0 }, { row, 0 }, { limit = 1 })
+    end
     local id = found[1] and found[1][1]
     if not (id and lines[id]) then
       if not create then
@@ -176,11 +184,12 @@ function M.clear(b, first, last)
   end
   api.nvim_buf_clear_namespace(b, rows_ns, first, last)
   last_b = nil
+  fresh = { b, api.nvim_buf_get_changedtick(b), first, last == -1 and math.huge or last }
 end
 
 --- Forget every mark (a new transcript buffer).
 function M.reset()
-  lines, growing, last_b = {}, {}, nil
+  lines, growing, last_b, fresh = {}, {}, nil, nil
 end
 
 --- The marks of rows `first`..`last` - 1, as extmarks would give them:
