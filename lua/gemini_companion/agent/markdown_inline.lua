@@ -35,19 +35,38 @@ local STRONG = "@markup.strong.markdown_inline"
 ---@param emit fun(from: integer, to: integer, group: string)
 ---@return gemini_companion.Inline
 function M.new(col, emit)
-  local I = { s = "", n = 0, eol = false, bars = { [0] = {} }, F = {}, seen = {}, fin = {}, st = {}, emit = emit }
-  if col > 0 then
-    I.bars[0] = { 1, col }
-  end
-  for k = 1, 8 do
-    I.bars[k], I.st[k], I.F[k], I.seen[k] = {}, { h = col + 1 }, col + 1, -1
-  end
-  local st = I.st
-  st[CODE].open, st[CODE].bylen, st[CODE].later = {}, {}, {}
-  st[BOLD].pair, st[BOLD].ch, st[BOLD].group = "**", 42, STRONG
-  st[STRIKE].pair, st[STRIKE].ch, st[STRIKE].group = "~~", 126, "@markup.strikethrough.markdown_inline"
-  st[ITALIC].ch, st[UITALIC].ch = "*", "_"
+  local none = masks.NONE
+  local I = {
+    s = "",
+    n = 0,
+    eol = false,
+    bars = { [0] = col > 0 and { 1, col } or none, none, none, none, none, none, none, none, none },
+    F = { col + 1, col + 1, col + 1, col + 1, col + 1, col + 1, col + 1, col + 1 },
+    seen = { -1, -1, -1, -1, -1, -1, -1, -1 },
+    fin = {},
+    st = { { h = col + 1, open = {}, bylen = {}, later = {} } },
+    emit = emit,
+  }
   return I
+end
+
+--- Pass `k`'s state, made on its first step (most lines need few passes).
+---@param I gemini_companion.Inline
+---@param k integer
+---@return table
+local function state(I, k)
+  local st = { h = I.F[k] }
+  if k == BOLD then
+    st.pair, st.ch, st.group = "**", 42, STRONG
+  elseif k == STRIKE then
+    st.pair, st.ch, st.group = "~~", 126, "@markup.strikethrough.markdown_inline"
+  elseif k == ITALIC then
+    st.ch = "*"
+  elseif k == UITALIC then
+    st.ch = "_"
+  end
+  I.st[k] = st
+  return st
 end
 
 --- The line is now `s` (what it was, and more); `eol`: it is whole.
@@ -65,7 +84,7 @@ function M.feed(I, s, eol)
     local fin = eol and limit > I.n
     if limit ~= I.seen[k] or fin ~= I.fin[k] then
       I.seen[k], I.fin[k] = limit, fin
-      local st = I.st[k]
+      local st = I.st[k] or state(I, k)
       if k == LINK then
         ranges.link(I, st, limit, fin)
       elseif k == AUTO then

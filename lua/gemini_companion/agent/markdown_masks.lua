@@ -21,6 +21,13 @@ for c = 0, 255 do
   ALPHA[c] = ch:find("%a") and true or nil
 end
 
+--- No masked interval yet (shared: a pass's own list is made on its first).
+M.NONE = setmetatable({}, {
+  __newindex = function()
+    error("markdown_masks.NONE is shared")
+  end,
+})
+
 --- The passes, in their order.
 M.CODE, M.LINK, M.AUTO, M.BOLD, M.UBOLD, M.STRIKE, M.ITALIC, M.UITALIC = 1, 2, 3, 4, 5, 6, 7, 8
 
@@ -80,6 +87,10 @@ end
 ---@param to integer
 function M.bar(I, k, from, to)
   local list = I.bars[k]
+  if list == M.NONE then
+    list = {}
+    I.bars[k] = list
+  end
   list[#list + 1] = from
   list[#list + 1] = to
 end
