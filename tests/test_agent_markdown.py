@@ -11,7 +11,8 @@ from agent_setup import wait_agent, wait_transcript
 from harness import Nvim, wait_for
 
 # The highlights on a transcript row, as "group:text" (the text the mark covers on
-# that row), from the markdown and the code namespaces.
+# that row): the markdown's (agent/markdown.lua's `marks`: they are drawn, not kept
+# as extmarks) and the code namespace's extmarks.
 MARKS = """
 local row = ...
 local md = require('gemini_companion.agent.markdown')
@@ -20,20 +21,22 @@ vim.cmd('redraw')
 local buf = require('gemini_companion.agent.transcript').buffer()
 local line = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
 local out = {}
-for _, name in ipairs({ 'gemini_companion_agent_markdown', 'gemini_companion_agent_code' }) do
-  local ns = vim.api.nvim_get_namespaces()[name]
-  local opts = { details = true, overlap = true }
-  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, opts)) do
-    local d = m[4]
-    local from = m[2] == row and m[3] or 0
-    local finish = d.end_row == row and d.end_col or #line
-    out[#out + 1] = d.hl_group .. ':' .. line:sub(from + 1, finish)
-  end
+for _, m in ipairs(md.marks(buf, row, row + 1)) do
+  local finish = m[3] == row and m[4] or #line
+  out[#out + 1] = m[5] .. ':' .. line:sub(m[2] + 1, finish)
+end
+local ns = vim.api.nvim_get_namespaces()['gemini_companion_agent_code']
+local opts = { details = true, overlap = true }
+for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, ns, { row, 0 }, { row, -1 }, opts)) do
+  local d = m[4]
+  local from = m[2] == row and m[3] or 0
+  local finish = d.end_row == row and d.end_col or #line
+  out[#out + 1] = d.hl_group .. ':' .. line:sub(from + 1, finish)
 end
 return out
 """
 
-# The markdown namespace's marks as "row:col:end_row:end_col:group", sorted; with
+# The markdown's marks as "row:col:end_row:end_col:group", sorted; with
 # an argument (the answer's first row), after classifying the answer again at once
 # (what the stream's marks must equal).
 ALL_MARKS = """
@@ -44,12 +47,12 @@ assert(vim.wait(10000, function() return not md.busy() end), 'still classifying'
 if type(again) == 'number' then
   md.reset()
   md.SLICE = math.huge -- at once
-  vim.api.nvim_buf_clear_namespace(buf, md.ns, 0, -1)
+  md.clear(buf, 0, -1)
   md.update(buf, -1, 'prompt', again, again, vim.api.nvim_buf_line_count(buf), true)
 end
 local out = {}
-for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, md.ns, 0, -1, { details = true })) do
-  out[#out + 1] = table.concat({ m[2], m[3], m[4].end_row, m[4].end_col, m[4].hl_group }, ':')
+for _, m in ipairs(md.marks(buf, 0, -1)) do
+  out[#out + 1] = table.concat({ m[1], m[2], m[3], m[4], m[5] }, ':')
 end
 table.sort(out)
 return out

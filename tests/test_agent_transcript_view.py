@@ -392,8 +392,7 @@ return { ok, tostring(err or ''), vim.v.errmsg }
 MARKS_ON_ROW = """
 local row = ...
 local b = require('gemini_companion.agent.transcript').buffer()
-local ns = require('gemini_companion.agent.markdown').ns
-return #vim.api.nvim_buf_get_extmarks(b, ns, { row, 0 }, { row, -1 }, {})
+return #require('gemini_companion.agent.markdown').marks(b, row, row + 1)
 """
 
 

@@ -4,8 +4,8 @@
 --- Neovim's tree-sitter highlighter re-parses a growing answer without headings
 --- whole after each batch (one markdown `section`), and parses the inline and
 --- HTML injections of the lines on screen at each redraw (bench/markdown_parse.lua
---- measures both). Here, instead, each line is classified once by Lua patterns
---- when it arrives (the growing last line again at each batch): headings, list
+--- measures both). Here, instead, each line is classified once when it arrives,
+--- the growing last line as it grows (only what each batch appended): headings, list
 --- markers, block quotes, rules, tables, fence lines and bodies, inline code,
 --- bold, italic, strikethrough and links. The result is real extmarks in the
 --- namespace `gemini_companion_agent_markdown` with the tree-sitter capture groups
@@ -44,11 +44,15 @@ M.KINDS = { message = true, text = true, prompt = true }
 ---@field complete? boolean the block's last line is final
 ---@field busy? boolean more rows are being classified in the next turns
 ---@field ended? boolean the block is over (M.finish), to be done after them
+---@field tail? { line: gemini_companion.MarkdownLine, sealed?: boolean } the last
+--- line (row `st.done`) classified so far, its marks set; `sealed`: classified as
+--- whole when the block ended
 
 ---@type table<integer, gemini_companion.MarkdownState>
 local states = {}
 
 local run -- defined below, with the blocks
+local clear -- defined below, with M.reset
 
 ---@type boolean the transcript is highlighted here (`agent.markdown` true)
 local enabled = false
@@ -56,6 +60,46 @@ local enabled = false
 --- Forget every block (a new transcript buffer).
 function M.reset()
   states = {}
+  require("gemini_companion.agent.markdown_marks").reset()
+end
+
+--- Forget the marks of rows `first`..`last` - 1: the fences' (extmarks in `M.ns`)
+--- and the lines' (agent/markdown_marks.lua).
+---@param b integer
+---@param first integer
+---@param last integer
+function clear(b, first, last)
+  api.nvim_buf_clear_namespace(b, M.ns, first, last)
+  require("gemini_companion.agent.markdown_marks").clear(b, first, last)
+end
+M.clear = clear
+
+--- The markdown marks of rows `first`..`last` - 1 (`last` -1: to the end), as
+--- `{ row, col, end_row, end_col, group, priority }`, sorted (for tests and
+--- benches: the lines' marks are drawn, not kept as extmarks).
+---@param b integer
+---@param first integer
+---@param last integer
+---@return table[]
+function M.marks(b, first, last)
+  local out = {}
+  for _, m in ipairs(require("gemini_companion.agent.markdown_marks").get(b, first, last)) do
+    out[#out + 1] = { m[1], m[2], m[1], m[3], m[4], m[5] }
+  end
+  local to = last == -1 and -1 or { last - 1, -1 }
+  for _, m in ipairs(api.nvim_buf_get_extmarks(b, M.ns, { first, 0 }, to, { details = true, overlap = true })) do
+    local d = m[4]
+    out[#out + 1] = { m[2], m[3], d.end_row, d.end_col, d.hl_group, d.priority }
+  end
+  table.sort(out, function(x, y)
+    for i = 1, 6 do
+      if x[i] ~= y[i] then
+        return x[i] < y[i]
+      end
+    end
+    return false
+  end)
+  return out
 end
 
 --- Highlight a new transcript buffer as `agent.markdown` says: true (here),
@@ -66,6 +110,7 @@ end
 ---@param b integer
 function M.start(b)
   M.reset()
+  require("gemini_companion.agent.markdown_marks").draw(b)
   require("gemini_companion.agent.markdown_code").reset()
   pcall(vim.treesitter.language.register, "markdown", "gemini_agent")
   local config = require("gemini_companion.config").get()
@@ -106,6 +151,20 @@ local function light(b, start, fence, to)
   end
 end
 
+--- The line closes the fence: a run of its character at least as long, alone
+--- (after at most three spaces, and blanks).
+---@param fence gemini_companion.MarkdownFence
+---@param line string
+---@return boolean
+local function closes(fence, line)
+  local lead = line:find("[^ ]")
+  if not lead or lead > 4 or line:sub(lead, lead) ~= fence.char then
+    return false
+  end
+  local chars = line:match(fence.char == "`" and "^ *(```+)%s*$" or "^ *(~~~+)%s*$")
+  return chars ~= nil and #chars >= fence.len
+end
+
 -- Blocks ------------------------------------------------------------------------
 
 --- Lines classified in one turn of the main loop (a few ms): a batch of
@@ -128,19 +187,36 @@ function run(b, id, st, start, finish)
   local partial = last < finish
   local complete = st.complete
   local lines = api.nvim_buf_get_lines(b, first, last, false)
+  local marks = require("gemini_companion.agent.markdown_marks")
   local fence = st.fence
   local folds = (complete or partial) and #lines or #lines - 1
+  local tail = st.tail
+  st.tail = nil
   for i, line in ipairs(lines) do
     local row = first + i - 1
     local rel = row - start
     if fence then
-      if classifier.closes(fence, line) then
+      if closes(fence, line) then
         span(b, start, fence, row, #line)
         light(b, start, fence, rel)
         fence = nil
       end
-    else
+    elseif i <= folds and not (tail and tail.line.rel == rel) then
       fence = classifier.classify(b, row, rel, line)
+      marks.seal(b, row)
+    else
+      -- The line being classified as it grows: only what was appended.
+      local ls = tail and tail.line
+      if not ls or ls.rel ~= rel or tail.sealed or #line < ls.n or line:sub(1, ls.n) ~= ls.s then
+        clear(b, row, row + 1)
+        ls = classifier.start(rel)
+      end
+      fence = classifier.feed(ls, b, row, line, i <= folds)
+      if i > folds then
+        st.tail = { line = ls }
+      else
+        marks.seal(b, row)
+      end
     end
     if i == folds then
       st.done, st.fence = rel + 1, fence
@@ -156,9 +232,10 @@ function run(b, id, st, start, finish)
         return
       end
       st.busy = nil
+      st.tail = nil -- its marks are cleared here
       local now, now_finish = require("gemini_companion.agent.transcript")._range(id)
       if now then
-        api.nvim_buf_clear_namespace(b, M.ns, now + st.done, now_finish)
+        clear(b, now + st.done, now_finish)
         run(b, id, st, now, now_finish)
       end
     end)
@@ -200,20 +277,22 @@ function M.update(b, id, kind, start, first, finish, replaced)
   end
   local complete = replaced and kind ~= "message" and kind ~= "text"
   local code = require("gemini_companion.agent.markdown_code")
-  api.nvim_buf_clear_namespace(b, M.ns, first, finish)
+  local st = states[id]
+  -- The last line, classified so far, keeps its marks: only what follows counts.
+  local keep = st and not st.busy and not replaced and st.tail and first - start == st.done and 1 or 0
+  clear(b, first + keep, finish)
   code.clear(b, first, finish)
   if not M.KINDS[kind] then
     states[id] = nil
     return
   end
-  local st = states[id]
   if st and st.busy then
     st.complete = complete -- its next slice goes on to the block's end
     return
   end
-  if not st or first - start ~= st.done then
+  if not st or replaced or first - start ~= st.done then
     if first > start then
-      api.nvim_buf_clear_namespace(b, M.ns, start, first)
+      clear(b, start, first)
       code.clear(b, start, first)
     end
     st = { done = 0 }
@@ -246,11 +325,19 @@ end
 ---@param finish integer
 function finish_state(b, st, start, finish)
   st.ended = nil
+  local tail = st.tail
+  if tail and not tail.sealed and start + tail.line.rel == finish - 1 then
+    -- The last line is whole: what waited for the rest of it is decided.
+    local last = api.nvim_buf_get_lines(b, finish - 1, finish, false)[1] or ""
+    classifier.feed(tail.line, b, finish - 1, last, true)
+    require("gemini_companion.agent.markdown_marks").seal(b, finish - 1)
+    tail.sealed = true
+  end
   local fence = st.fence
   if fence and st.done < finish - start then
     -- The last line: a closing fence, or more of the body.
     local last = api.nvim_buf_get_lines(b, finish - 1, finish, false)[1] or ""
-    if classifier.closes(fence, last) then
+    if closes(fence, last) then
       return -- closed: lit when it was drawn
     end
   end

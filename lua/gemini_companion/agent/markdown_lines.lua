@@ -1,16 +1,24 @@
---- One transcript line as markdown, by Lua patterns (agent/markdown.lua calls it
---- for each line as it arrives, outside code fences): headings, list markers and
---- task boxes, block quotes, rules, table pipes, fence lines, then inline code,
---- links, bold, italic and strikethrough, as extmarks with the groups of Neovim's
+--- One transcript line as markdown (agent/markdown.lua calls it for each line as
+--- it arrives, outside code fences): headings, list markers and task boxes, block
+--- quotes, rules, table pipes, fence lines, then the inline markdown
+--- (agent/markdown_inline.lua), as extmarks with the groups of Neovim's
 --- tree-sitter markdown highlighter. Setext headings and HTML are not recognised.
+---
+--- A line is classified as it grows (`M.start`, then `M.feed` at each batch with
+--- the line so far): each batch costs what it appended, never the line's length.
+--- What the line is (a heading, a rule, a fence...) is decided by its first bytes,
+--- then kept; the few kinds that a later byte can undo (a rule, a table's
+--- delimiter row, a fence line that a backtick ends) check only the new bytes. A
+--- mark whose end is the line's end follows it.
 local M = {}
 
 local api = vim.api
 
-M.ns = api.nvim_create_namespace("gemini_companion_agent_markdown")
+M.ns = api.nvim_create_namespace("gemini_companion_agent_markdown") -- agent/markdown_marks.lua draws in it
 
 local PRI = vim.hl.priorities.treesitter -- 100, as Neovim's highlighter
 M.RAW = "@markup.raw.block.markdown"
+local PUNCT = "@punctuation.special.markdown"
 
 ---@param b integer
 ---@param row integer
@@ -18,148 +26,30 @@ M.RAW = "@markup.raw.block.markdown"
 ---@param end_col integer
 ---@param group string
 ---@param priority? integer
-local opts = { end_col = 0, hl_group = 0, priority = PRI } -- reused: read at once
----@type table<string, integer> group name -> its id (an id costs Neovim no lookup by name per mark)
-local ids = {}
 local function mark(b, row, col, end_col, group, priority)
   if end_col > col then
-    local id = ids[group]
-    if not id then
-      id = api.nvim_get_hl_id_by_name(group)
-      ids[group] = id
-    end
-    opts.end_col, opts.hl_group, opts.priority = end_col, id, priority or PRI
-    api.nvim_buf_set_extmark(b, M.ns, row, col, opts)
+    require("gemini_companion.agent.markdown_marks").add(b, row, col, end_col, group, priority or PRI)
   end
 end
 
--- Inline ------------------------------------------------------------------------
-
---- `s` with bytes `from`..`to` replaced by "\1", so later patterns skip them.
----@param s string
----@param from integer
----@param to integer
----@return string
-local function mask(s, from, to)
-  return s:sub(1, from - 1) .. ("\1"):rep(to - from + 1) .. s:sub(to + 1)
-end
-
---- Delimited spans (`**x**`, `*x*`, `~~x~~`): a pattern with two captures of
---- positions, the content's first and one past its last byte; `delim` long
---- delimiters around it.
----@param b integer
----@param row integer
----@param s string the line, masked
----@param pattern string
----@param delim integer
----@param group string
----@return string s masked where matched
-local function spans(b, row, s, pattern, delim, group)
-  local init = 1
-  while true do
-    local from, to = s:find(pattern, init)
-    if not from then
-      return s
-    end
-    mark(b, row, from - 1, to, group)
-    s = mask(s, from, from + delim - 1)
-    s = mask(s, to - delim + 1, to)
-    init = to + 1
-  end
-end
-
---- Inline markdown of one line from byte `col` (0-based): code spans, links,
---- bold, italic, strikethrough.
----@param b integer
----@param row integer
----@param line string
----@param col integer
-local function inline(b, row, line, col)
-  local s = col > 0 and (("\1"):rep(col) .. line:sub(col + 1)) or line
-  if not s:find("[`*_~%[<]") then
-    return
-  end
-  -- Code spans first: nothing inside them is markdown.
-  local init = 1
-  while true do
-    local from, to = s:find("`+", init)
-    if not from then
-      break
-    end
-    local ticks = s:sub(from, to)
-    local close_from, close_to = s:find(ticks, to + 1, true)
-    while close_from and s:sub(close_to + 1, close_to + 1) == "`" do
-      local _, run_end = s:find("^`+", close_from)
-      close_from, close_to = s:find(ticks, run_end + 1, true)
-    end
-    if not close_from then
-      init = to + 1
-    else
-      mark(b, row, from - 1, close_to, "@markup.raw.markdown_inline")
-      s = mask(s, from, close_to)
-      init = close_to + 1
-    end
-  end
-  -- Links: [text](destination), and <autolinks>. Each pattern runs only when
-  -- the line holds its delimiters (most lines hold none).
-  init = s:find("](", 1, true) and 1 or #s + 1
-  while true do
-    local from, to = s:find("%[[^%]\1]-%]%([^%)%s\1]*%)", init)
-    if not from then
-      break
-    end
-    local close = s:find("](", from, true) -- the end of the link's text
-    mark(b, row, from - 1, from, "@markup.link.markdown_inline")
-    mark(b, row, from, close - 1, "@markup.link.label.markdown_inline")
-    mark(b, row, close - 1, close + 1, "@markup.link.markdown_inline")
-    mark(b, row, close + 1, to - 1, "@markup.link.url.markdown_inline")
-    mark(b, row, to - 1, to, "@markup.link.markdown_inline")
-    s = mask(s, from, to)
-    init = to + 1
-  end
-  init = s:find("<", 1, true) or #s + 1
-  while true do
-    local from, to = s:find("<%a[%w+.-]*:[^%s<>\1]+>", init)
-    if not from then
-      break
-    end
-    mark(b, row, from - 1, to, "@markup.link.url.markdown_inline")
-    s = mask(s, from, to)
-    init = to + 1
-  end
-  local star, under = s:find("*", 1, true), s:find("_", 1, true)
-  if star and s:find("**", star, true) then
-    s = spans(b, row, s, "%*%*[^%s*\1][^\1]-%*%*", 2, "@markup.strong.markdown_inline")
-  end
-  if under and s:find("__", under, true) then
-    s = spans(b, row, s, "%f[%w_]__[^%s_\1][^\1]-__%f[^%w_]", 2, "@markup.strong.markdown_inline")
-  end
-  if s:find("~~", 1, true) then
-    s = spans(b, row, s, "~~[^%s~\1][^\1]-~~", 2, "@markup.strikethrough.markdown_inline")
-  end
-  if star then
-    s = spans(b, row, s, "%*[^%s*\1][^*\1]-%*", 1, "@markup.italic.markdown_inline")
-  end
-  if under then
-    spans(b, row, s, "%f[%w_]_[^%s_\1][^_\1]-_%f[^%w_]", 1, "@markup.italic.markdown_inline")
-  end
-end
-
--- Lines -------------------------------------------------------------------------
-
---- A fence line: its indent, the run of ` or ~, and the rest.
----@param line string
----@return string? indent, string? run, string? rest
-local function fence_line(line)
-  local indent, run, rest = line:match("^( ?%s?%s?)(```+)(.*)$")
-  if run and not rest:find("`", 1, true) then
-    return indent, run, rest
-  end
-  indent, run, rest = line:match("^( ?%s?%s?)(~~~+)(.*)$")
-  if run then
-    return indent, run, rest
-  end
-end
+---@class gemini_companion.MarkdownLine
+---@field rel integer the line's row relative to its block's first
+---@field b integer
+---@field row integer
+---@field s string the line so far
+---@field n integer
+---@field eol boolean the line is whole
+---@field stage string what is being decided: see `STAGES`
+---@field pos integer the byte the stage goes on from
+---@field lead? integer the first byte that is not a space
+---@field col integer the bytes before the inline markdown
+---@field count integer a rule's characters, a delimiter row's dashes
+---@field info_pos? integer where a fence's info string is looked for from
+---@field grows table<string, { col: integer, group: string }> its marks to the line's end
+---@field wants? boolean the inline markdown is looked for, from `col`
+---@field inline? gemini_companion.Inline
+---@field pipe? integer where a table row's next pipe is looked for from
+---@field fence? gemini_companion.MarkdownFence the fence the line opens (so far)
 
 ---@type table<integer, true> the bytes that can start a line's markdown syntax
 local STARTS = {}
@@ -167,100 +57,327 @@ for ch in ("`~#-*_>+|0123456789"):gmatch(".") do
   STARTS[ch:byte()] = true
 end
 
---- Classify one line outside a fence and set its marks; returns the fence it
---- opens, if it does.
+--- A mark from `col` to the line's end, whatever it grows to.
+---@param ls gemini_companion.MarkdownLine
+---@param key string
+---@param col integer
+---@param group string
+---@param priority? integer
+local function grow(ls, key, col, group, priority)
+  if not ls.grows[key] then
+    ls.grows[key] = { col = col, group = group }
+    require("gemini_companion.agent.markdown_marks").add(ls.b, ls.row, col, -1, group, priority or PRI)
+  end
+end
+
+---@param ls gemini_companion.MarkdownLine
+---@param key string
+local function ungrow(ls, key)
+  local g = ls.grows[key]
+  if g then
+    require("gemini_companion.agent.markdown_marks").remove(ls.b, ls.row, g.col, g.group)
+  end
+  ls.grows[key] = nil
+end
+
+--- The inline markdown from byte `col` (0-based) on: the line is then decided.
+---@param ls gemini_companion.MarkdownLine
+---@param col integer
+---@return string
+local function inline(ls, col)
+  ls.col, ls.wants, ls.pos = col, true, col + 1
+  return "inline"
+end
+
+--- The inline markdown, once the line holds a byte that can start it (most
+--- lines hold none: they cost a search).
+---@param ls gemini_companion.MarkdownLine
+local function feed_inline(ls)
+  local engine = require("gemini_companion.agent.markdown_inline")
+  if not ls.inline then
+    if not ls.s:find("[`*_~%[<]", ls.pos) then
+      ls.pos = ls.n + 1
+      return
+    end
+    ls.inline = engine.new(ls.col, function(from, to, group)
+      mark(ls.b, ls.row, from - 1, to, group)
+    end)
+  end
+  engine.feed(ls.inline, ls.s, ls.eol)
+end
+
+---@type table<string, fun(ls: gemini_companion.MarkdownLine): string?>
+local STAGES = {}
+
+--- The first byte that is not a space says what to look for.
+function STAGES.lead(ls)
+  local lead = ls.s:find("[^ ]", ls.pos)
+  if not lead then
+    ls.pos = ls.n + 1
+    return ls.eol and "done" or nil
+  end
+  ls.lead, ls.pos = lead, lead
+  local c = ls.s:byte(lead)
+  if not STARTS[c] then
+    return inline(ls, 0)
+  elseif c == 0x60 or c == 0x7e then -- ` ~
+    return lead <= 4 and "fence" or inline(ls, 0)
+  elseif c == 0x23 then -- #
+    return lead <= 4 and "hash" or inline(ls, 0)
+  elseif c == 0x2d or c == 0x2a or c == 0x5f then -- - * _
+    ls.count = 0
+    return lead <= 4 and "rule" or "list"
+  elseif c == 0x3e then -- >
+    ls.pos = lead + 1
+    return "quote"
+  end
+  return "list"
+end
+
+--- A fence line: three or more ` (and no ` after them) or ~.
+function STAGES.fence(ls)
+  local s, lead = ls.s, ls.lead
+  local char = s:sub(lead, lead)
+  local e = s:find(char == "`" and "[^`]" or "[^~]", ls.pos)
+  if not e and not ls.eol then
+    ls.pos = ls.n + 1
+    return nil
+  end
+  e = e or ls.n + 1
+  local len = e - lead
+  if len < 3 then
+    return inline(ls, 0)
+  end
+  ls.fence = { open = ls.rel, char = char, len = len, info = "" }
+  ls.pos = e
+  return char == "`" and "ticks" or "info"
+end
+
+--- A backtick fence line stops being one at a backtick after its run.
+function STAGES.ticks(ls)
+  if ls.s:find("`", ls.pos, true) then
+    ls.fence = nil
+    ungrow(ls, "info")
+    return inline(ls, 0)
+  end
+  ls.pos = ls.n + 1
+  return STAGES.info(ls)
+end
+
+--- The fence's info string: marked from its first non-blank byte.
+function STAGES.info(ls)
+  local fence = assert(ls.fence)
+  local s = ls.s
+  local run_end = ls.lead + fence.len
+  if not ls.grows.info then
+    local at = s:find("%S", math.max(ls.info_pos or 0, run_end))
+    if at then
+      grow(ls, "info", at - 1, "@label.markdown")
+    end
+    ls.info_pos = ls.n + 1
+  end
+  if ls.eol then
+    fence.info = s:match("^%s*([^%s{`]+)", run_end) or ""
+    return "done"
+  end
+  return nil
+end
+
+--- `#` to `######` and a blank (or the line's end): a heading.
+function STAGES.hash(ls)
+  local s, lead = ls.s, ls.lead
+  local e = s:find("[^#]", ls.pos)
+  if not e and not ls.eol then
+    ls.pos = ls.n + 1
+    return nil
+  end
+  local len = (e or ls.n + 1) - lead
+  if len <= 6 and (not e or s:find("^%s", e)) then
+    grow(ls, "heading", 0, ("@markup.heading.%d.markdown"):format(len))
+  end
+  return inline(ls, 0)
+end
+
+--- Three or more `-`, `*` or `_` and blanks, nothing else: a rule.
+function STAGES.rule(ls)
+  local s, c = ls.s, ls.s:sub(ls.lead, ls.lead)
+  local pattern = "[^%s%" .. c .. "]"
+  local bad = s:find(pattern, ls.pos)
+  local upto = bad and bad - 1 or ls.n
+  local _, more = s:sub(ls.pos, upto):gsub("%" .. c, "")
+  ls.count, ls.pos = ls.count + more, upto + 1
+  if bad or (ls.eol and ls.count < 3) then
+    ungrow(ls, "rule")
+    ls.pos = ls.lead
+    return "list"
+  end
+  if ls.count >= 3 then
+    grow(ls, "rule", 0, PUNCT)
+  end
+  return ls.eol and "done" or nil
+end
+
+--- `>`, then `>` and blanks: a block quote, then maybe a list item in it.
+function STAGES.quote(ls)
+  local e = ls.s:find("[^>%s]", ls.pos)
+  if not e and not ls.eol then
+    ls.pos = ls.n + 1
+    return nil
+  end
+  e = e or ls.n + 1
+  grow(ls, "quote", 0, "@markup.quote.markdown", 90)
+  mark(ls.b, ls.row, 0, e - 1, PUNCT)
+  ls.col, ls.pos = e - 1, e
+  return "list"
+end
+
+--- A list marker (`-`, `*`, `+`, `1.`, `1)`) and a blank, else a table row.
+function STAGES.list(ls)
+  local s, col = ls.s, ls.col
+  local f = col == 0 and ls.lead or col + 1
+  local c = s:byte(f)
+  local marker_end -- the byte after the marker
+  if c == 0x2d or c == 0x2a or c == 0x2b then
+    marker_end = f + 1
+  elseif c and c >= 0x30 and c <= 0x39 then
+    local e = s:find("%D", math.max(ls.pos, f))
+    if not e and not ls.eol then
+      ls.pos = ls.n + 1
+      return nil
+    end
+    marker_end = e and s:find("^[.)]", e) and e + 1
+  end
+  if marker_end then
+    if marker_end > ls.n and not ls.eol then
+      return nil
+    end
+    if s:find("^%s", marker_end) then
+      mark(ls.b, ls.row, f - 1, marker_end - 1, "@markup.list.markdown")
+      ls.col = marker_end
+      return "box"
+    end
+  end
+  if c == 0x7c then -- |
+    ls.pos, ls.count = f, 0
+    return "delim"
+  end
+  return inline(ls, col)
+end
+
+--- `[ ]`, `[x]` after a list marker.
+function STAGES.box(ls)
+  local col = ls.col
+  if ls.n < col + 3 and not ls.eol then
+    return nil
+  end
+  local box = ls.s:match("^%[([ xX])%]", col + 1)
+  if box then
+    mark(
+      ls.b,
+      ls.row,
+      col,
+      col + 3,
+      box == " " and "@markup.list.unchecked.markdown" or "@markup.list.checked.markdown"
+    )
+    col = col + 3
+  end
+  return inline(ls, col)
+end
+
+--- A table row: blanks, `|`, `:` and `-` only (with a `-`) make a delimiter row,
+--- marked whole; else its pipes are marked.
+function STAGES.delim(ls)
+  local s = ls.s
+  local bad = s:find("[^%s|:%-]", ls.pos)
+  local upto = bad and bad - 1 or ls.n
+  if s:find("-", ls.pos, true) and (not bad or s:find("-", ls.pos, true) < bad) then
+    ls.count = 1
+  end
+  ls.pos = upto + 1
+  if bad or (ls.eol and ls.count == 0) then
+    ungrow(ls, "delim")
+    ls.pos = ls.col + 1
+    return "row"
+  end
+  if ls.count > 0 then
+    grow(ls, "delim", ls.col, PUNCT)
+  end
+  return ls.eol and "done" or nil
+end
+
+--- A table row's pipes (not `\|`), as they come; its inline markdown.
+function STAGES.row(ls)
+  local s = ls.s
+  if not ls.wants then
+    inline(ls, ls.col)
+    ls.pipe = ls.col + 1
+  end
+  while true do
+    local at = s:find("|", ls.pipe, true)
+    if not at then
+      ls.pipe = ls.n + 1
+      return nil
+    end
+    if s:byte(at - 1) ~= 0x5c then
+      mark(ls.b, ls.row, at - 1, at, PUNCT)
+    end
+    ls.pipe = at + 1
+  end
+end
+
+--- Start classifying a line (row `rel` of its block): `M.feed` gives it its bytes.
+---@param rel integer
+---@return gemini_companion.MarkdownLine
+function M.start(rel)
+  return {
+    rel = rel,
+    b = 0,
+    row = 0,
+    s = "",
+    n = 0,
+    eol = false,
+    stage = "lead",
+    pos = 1,
+    col = 0,
+    count = 0,
+    grows = {},
+  }
+end
+
+--- The line (at `row` of buffer `b`) is now `line`: what it was and more. `eol`:
+--- it is whole. Marks what was decided; returns the fence the line opens (so far).
+---@param ls gemini_companion.MarkdownLine
+---@param b integer
+---@param row integer
+---@param line string
+---@param eol boolean
+---@return gemini_companion.MarkdownFence?
+function M.feed(ls, b, row, line, eol)
+  ls.b, ls.row, ls.s, ls.n, ls.eol = b, row, line, #line, eol
+  local stage = ls.stage
+  while stage ~= "inline" and stage ~= "done" do
+    local next_stage = STAGES[stage](ls)
+    if not next_stage or next_stage == stage then
+      break
+    end
+    stage = next_stage
+  end
+  ls.stage = stage
+  if ls.wants then
+    feed_inline(ls)
+  end
+  return ls.fence
+end
+
+--- Classify one whole line outside a fence and set its marks; returns the fence
+--- it opens, if it does.
 ---@param b integer
 ---@param row integer absolute
 ---@param rel integer relative to the block's first line
 ---@param line string
 ---@return gemini_companion.MarkdownFence?
 function M.classify(b, row, rel, line)
-  local lead = line:find("[^ ]")
-  if not lead then
-    return nil
-  end
-  -- Most lines are prose: the line-level checks run only for a line whose
-  -- first non-blank byte can start their syntax.
-  local c = line:byte(lead)
-  if not STARTS[c] then
-    inline(b, row, line, 0)
-    return nil
-  end
-  local _, run, rest
-  if c == 0x60 or c == 0x7e then -- ` ~
-    _, run, rest = fence_line(line)
-  end
-  if run then
-    local info_at = rest:find("%S")
-    if info_at then
-      mark(b, row, #line - #rest + info_at - 1, #line, "@label.markdown")
-    end
-    return { open = rel, char = run:sub(1, 1), len = #run, info = rest:match("^%s*([^%s{`]+)") or "" }
-  end
-  local hashes = c == 0x23 and (line:match("^ ?%s?%s?(#+)%s") or line:match("^ ?%s?%s?(#+)$"))
-  if hashes and #hashes <= 6 then
-    mark(b, row, 0, #line, ("@markup.heading.%d.markdown"):format(#hashes))
-    inline(b, row, line, 0)
-    return nil
-  end
-  local rule = (c == 0x2d or c == 0x2a or c == 0x5f) and line:match("^ ?%s?%s?([-*_])")
-  if rule and line:find("^[%s%" .. rule .. "]+$") and select(2, line:gsub("%" .. rule, "")) >= 3 then
-    mark(b, row, 0, #line, "@punctuation.special.markdown")
-    return nil
-  end
-  local col = 0
-  -- Block quotes (nested: "> > "), then a list item inside.
-  local quote_end = line:match("^%s*>[>%s]*()")
-  if quote_end then
-    mark(b, row, 0, #line, "@markup.quote.markdown", 90)
-    mark(b, row, 0, quote_end - 1, "@punctuation.special.markdown")
-    col = quote_end - 1
-  end
-  local rest_line = line:sub(col + 1)
-  local marker_end = rest_line:match("^%s*[-*+]()%s") or rest_line:match("^%s*%d+[.)]()%s")
-  if marker_end then
-    local marker_from = rest_line:find("%S")
-    mark(b, row, col + marker_from - 1, col + marker_end - 1, "@markup.list.markdown")
-    col = col + marker_end
-    local box = line:match("^%[([ xX])%]", col + 1)
-    if box then
-      local group = box == " " and "@markup.list.unchecked.markdown" or "@markup.list.checked.markdown"
-      mark(b, row, col, col + 3, group)
-      col = col + 3
-    end
-  elseif rest_line:find("^%s*|") then
-    -- A table row: its pipes; a delimiter row whole.
-    if rest_line:find("^[%s|:%-]+$") and rest_line:find("-", 1, true) then
-      mark(b, row, col, #line, "@punctuation.special.markdown")
-      return nil
-    end
-    local init = col + 1
-    while true do
-      local at = line:find("|", init, true)
-      if not at then
-        break
-      end
-      if line:sub(at - 1, at - 1) ~= "\\" then
-        mark(b, row, at - 1, at, "@punctuation.special.markdown")
-      end
-      init = at + 1
-    end
-  end
-  inline(b, row, line, col)
-  return nil
-end
-
---- The line closes the fence: a run of its character at least as long, alone.
----@param fence gemini_companion.MarkdownFence
----@param line string
----@return boolean
-function M.closes(fence, line)
-  local lead = line:find("[^ ]")
-  if not lead or lead > 4 or line:sub(lead, lead) ~= fence.char then
-    return false
-  end
-  local _, run, rest = fence_line(line)
-  return run ~= nil and #run >= fence.len and rest:find("^%s*$") ~= nil
+  return M.feed(M.start(rel), b, row, line, true)
 end
 
 return M
