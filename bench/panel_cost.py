@@ -1,4 +1,5 @@
-"""What the agent panel costs against another panel, in one run (issue 25 items 1, 3, 5).
+"""What the agent panel costs against another panel, in one run (issue 25 items 1, 3, 5;
+issue 31 items 3-5: against the floor, bench/acp_floor.lua, and with agent.prestart).
 
 Both panels drive the real ``gemini --acp`` 0.61.0 offline
 (``--fake-responses-non-strict``) through bench/acp_tap.py, which stamps the
