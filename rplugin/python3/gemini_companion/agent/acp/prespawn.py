@@ -3,9 +3,11 @@
 ``gemini --acp`` takes over a second to start, and nothing of the plugin's own is
 needed for it to begin: its command, folder and environment are in the panel's
 ``open`` request. So the run starts it first (:func:`begin`, before the session,
-its view and the transport are imported and built, tens of milliseconds), and the
+its view and the transport are imported and built, tens of milliseconds) and
+writes it ``initialize`` (wire.py's, handshake.py's first request); the
 transport's spawn (process.py) adopts it (:func:`take`) when its command, folder
-and environment are the ones it would start. A process nobody adopts within
+and environment are the ones it would start, and its connection does not send
+that first request again (wire.py's ``ChildStdio.written_already``). A process nobody adopts within
 :data:`UNCLAIMED_SECONDS` (the open failed before its start) is stopped.
 
 Imports only what starting the process needs: this runs before the rest loads.
@@ -38,6 +40,8 @@ class _Started:
     env: dict[str, str]
     task: asyncio.Task[asyncio.subprocess.Process]
     expiry: asyncio.TimerHandle | None = field(default=None)
+    # The line of ``initialize`` written to it as it started.
+    written: bytes | None = None
 
 
 _waiting: list[_Started] = []
@@ -57,7 +61,18 @@ def begin(cmd: Sequence[str], cwd: str, env: Mapping[str, str]) -> bool:
 
     async def start() -> asyncio.subprocess.Process:
         agent = await AgentProcess.start(cmd, cwd=cwd, env=env, log=log, stdin_pipe=True)
-        return agent.process
+        process = agent.process
+        # ``initialize`` on its way at once, as the transport's connection will send
+        # it (its first request: id 0); the agent reads it once it has started.
+        from .wire import ChildStdio, initialize_params
+
+        line = ChildStdio.encode(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": initialize_params()}
+        )
+        if process.stdin is not None:
+            process.stdin.write(line)
+            started.written = line
+        return process
 
     # The task's first step (the fork) is the next callback of the loop: the caller
     # posts the rest of its work after this call, so the fork comes first.
@@ -90,22 +105,25 @@ def begin_for_open(raw: Mapping[str, object], env: Mapping[str, str]) -> bool:
 
 async def take(
     cmd: Sequence[str], cwd: str, env: Mapping[str, str]
-) -> asyncio.subprocess.Process | None:
+) -> tuple[asyncio.subprocess.Process | None, bytes | None]:
     """The process :func:`begin` started with this command, folder and environment,
-    handed over once; None when there is none (or it failed to start: the caller's
-    own start reports why). One that does not match is stopped."""
+    handed over once, and the line of ``initialize`` already written to it (the
+    connection's first request: not to be sent again); (None, None) when there is
+    none (or it failed to start: the caller's own start reports why). One that
+    does not match is stopped."""
     if not _waiting:
-        return None
+        return None, None
     started = _waiting.pop()
     if started.expiry is not None:
         started.expiry.cancel()
     if (started.cmd, started.cwd, started.env) != (tuple(cmd), cwd, dict(env)):
         await _stop(started)
-        return None
+        return None, None
     try:
-        return await started.task
+        process = await started.task
     except Exception:
-        return None
+        return None, None
+    return process, started.written
 
 
 def _expire(started: _Started) -> None:

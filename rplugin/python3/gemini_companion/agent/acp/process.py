@@ -85,7 +85,7 @@ async def spawn(
 
     try:
         # Started already when the panel's open came (prespawn.py), or now.
-        taken = await prespawn.take(cmd, cwd, env)
+        taken, written = await prespawn.take(cmd, cwd, env)
         if taken is not None:
             process = AgentProcess(taken, log)
         else:
@@ -111,6 +111,7 @@ async def spawn(
         lambda why: on_refused(holder[0], why),
         on_update,
     )
+    stdio.written_already(written)  # initialize, when written as it started
     child = AgentChild(process, Connection(handler, stdio))
     holder.append(child)
     process.log_lines(process.process.stderr, "agent stderr")
