@@ -118,6 +118,8 @@ def test_a_spare_that_cannot_start_says_so_once_when_the_panel_opens(
     nvim = spare_nvim(nvim_factory, tmp_path, cmd=["no-such-gemini-here", "--acp"], prestart=True)
     state = wait_agent(nvim, "the spare's failure", lambda s: s["state"] == "error")
     assert "'no-such-gemini-here' was not found" in state["detail"]
+    # Its notice and its message come in one batch: the message is in Neovim now.
+    wait_transcript(nvim, "'no-such-gemini-here' was not found")
     # Not a word until the user reaches for the agent.
     assert "no-such-gemini-here" not in messages(nvim)
     nvim.api.command("GeminiAgent")
