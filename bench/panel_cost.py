@@ -1,4 +1,5 @@
-"""What the agent panel costs against another panel, in one run (issue 25 items 1, 3, 5).
+"""What the agent panel costs against another panel, in one run (issue 25 items 1, 3, 5;
+issue 31 items 3-5: against the floor, bench/acp_floor.lua, and with agent.prestart).
 
 Both panels drive the real ``gemini --acp`` 0.61.0 offline
 (``--fake-responses-non-strict``) through bench/acp_tap.py, which stamps the
@@ -52,6 +53,10 @@ READY_AT_START_TARGET = 1.25
 CPU_TARGET = 0.3
 REST_TARGET_MIB = 45
 OPEN_TARGET_MIB = 60
+# Issue 31: against the bare client (acp_floor.lua) in the same run.
+READY_FLOOR_TARGET = 1.05
+CPU_FLOOR_TARGET = 1.2
+SPARE_READY_MS = 100
 # How many lines at the end of a transcript are read to tell the answer is drawn:
 # reading the whole 1 MB each poll cost Neovim more than a panel draws (measured).
 TAIL = "80"
@@ -322,13 +327,102 @@ class CodeCompanion(Panel):
         )
 
 
+FLOOR_INIT = """
+vim.o.shadafile = 'NONE'
+vim.o.swapfile = false
+package.path = os.getenv('BENCH_DIR') .. '/?.lua;' .. package.path
+"""
+
+
+class FloorSandbox(Sandbox):
+    """A sandbox with no plugin: the floor client (bench/acp_floor.lua) alone."""
+
+    def init_lua(self, setup: Any = None, extra: str = "") -> Path:
+        path = self.root / "init.lua"
+        path.write_text(FLOOR_INIT)
+        return path
+
+
+class Floor(Panel):
+    """The barest ACP client in Neovim (bench/acp_floor.lua): the floor of every figure."""
+
+    name = "bare client (floor)"
+
+    def start(self) -> Nvim:
+        sandbox = FloorSandbox.create(self.root / "nvim", empty_manifest(self.root / "rplugin.vim"))
+        env = {**self.env, "BENCH_DIR": str(Path(__file__).resolve().parent)}
+        return Nvim(sandbox, cwd=self.work, env=env)
+
+    def open(self) -> None:
+        self.nvim.lua("require('acp_floor').open(...)", self.cmd)
+
+    def idle(self) -> bool:
+        return bool(self.nvim.lua("return require('acp_floor').session ~= nil"))
+
+    def prompt(self, words: str) -> None:
+        self.nvim.lua("require('acp_floor').prompt(...)", words)
+
+    def drawn(self, size: int) -> bool:
+        return bool(
+            self.nvim.lua(
+                "local f = require('acp_floor')"
+                " return f.done > 0 and table.concat(f.lines(" + TAIL + "), '\\n')"
+                ":find('Step ' .. ..., 1, true) ~= nil",
+                str(last_step(size)),
+            )
+        )
+
+
+class Prestarted(Ours):
+    """This plugin with ``agent.prestart``: the agent started once Neovim was idle
+    after start-up, before the panel opens. Ready: the panel takes a prompt (its
+    state ``idle`` in Neovim), from the ``:GeminiAgent`` that opens it."""
+
+    name = "this plugin, agent.prestart"
+
+    def start(self) -> Nvim:
+        setup = {"agent": {"protocol": "acp", "prestart": True, "acp": {"cmd": self.cmd}}}
+        nvim = Nvim(
+            Sandbox.create(self.root / "nvim", empty_manifest(self.root / "rplugin.vim")),
+            cwd=self.work,
+            setup=setup,
+            env=self.env,
+        )
+        if self.delay:
+            nvim.wait_running()
+        return nvim
+
+    def ready_ms(self) -> float:
+        if self.delay:  # the spare started meanwhile: its session known on the pipe
+            wait_for(lambda: stamp_of(self.log, "answer", "session/new"), 60, "the spare")
+        nvim = self.nvim
+        # Armed by the open itself: an update before it is not the panel's readiness.
+        nvim.lua(
+            "_G.bench_ready, _G.bench_armed = nil, false"
+            " function _G.bench_check()"
+            "   if _G.bench_armed and _G.bench_ready == nil"
+            "     and require('gemini_companion.agent').state().state == 'idle' then"
+            "     _G.bench_ready = vim.uv.hrtime()"
+            "   end"
+            " end"
+            " vim.api.nvim_create_autocmd('User',"
+            "   { pattern = 'GeminiAgentUpdate', callback = _G.bench_check })"
+        )
+        opened = nvim.lua(
+            "local t = vim.uv.hrtime() _G.bench_armed = true vim.cmd('GeminiAgent')"
+            " _G.bench_check() return t"
+        )
+        ready = wait_for(lambda: nvim.lua("return _G.bench_ready"), 60, "the panel ready")
+        return (int(ready) - int(opened)) / 1e6
+
+
 def last_step(size: int) -> int:
     chunks = answer_chunks(size, 1)
     return "".join(chunks).count("## Step ") - 1
 
 
 def panels() -> list[type[Panel]]:
-    found: list[type[Panel]] = [Ours]
+    found: list[type[Panel]] = [Floor, Ours, Prestarted]
     if os.environ.get("CODECOMPANION_DIR") and os.environ.get("PLENARY_DIR"):
         found.append(CodeCompanion)
     return found
@@ -338,6 +432,25 @@ def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
+def agent_pid(panel: Panel) -> int | None:
+    """The agent (``gemini --acp``) of ``panel``: the child of its tap."""
+    procs = [d for d in Path("/proc").iterdir() if d.name.isdigit()]
+    tap = None
+    for d in procs:
+        try:
+            if str(panel.log).encode() in (d / "cmdline").read_bytes():
+                tap = int(d.name)
+        except OSError:
+            continue
+    for d in procs:
+        try:
+            if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == tap:
+                return int(d.name)
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
 def one(
     kind: type[Panel], root: Path, fake: Path, *, delay: float, size: int, results: dict[str, Any]
 ) -> None:
@@ -345,12 +458,19 @@ def one(
     try:
         if delay:
             time.sleep(delay)
-        if isinstance(panel, Ours) and delay:
+        if isinstance(panel, Prestarted) and delay:
+            # The spare's cost at rest: the agent's RSS, and the host's beside Ours'.
+            wait_for(lambda: stamp_of(panel.log, "answer", "session/new"), 60, "the spare")
+            pid = agent_pid(panel)
+            if pid is not None:
+                results.setdefault("spare_agent", []).append(rss_mib(pid))
+            results.setdefault("rest", []).append(rss_mib(panel.host_pid()))
+        elif isinstance(panel, Ours) and delay:
             results.setdefault("rest", []).append(rss_mib(panel.host_pid()))
         results.setdefault("ready" if delay else "ready_at_start", []).append(panel.ready_ms())
         for phases in panel.phases:
             results.setdefault("phases" if delay else "phases_at_start", []).append(phases)
-        if not delay:
+        if not delay or isinstance(panel, Prestarted):
             return
         cpu, nvim_cpu, wall = panel.stream(size)
         results.setdefault("cpu", []).append(cpu)
@@ -398,19 +518,24 @@ def main() -> None:
 
 
 def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
-    ours = results[Ours.name]
-    others = {name: r for name, r in results.items() if name != Ours.name}
+    ours, floor = results[Ours.name], results[Floor.name]
+    spare = results[Prestarted.name]
+    others = {name: r for name, r in results.items() if name not in (Ours.name, Prestarted.name)}
     fmt: Callable[[list[float]], str] = lambda v: " / ".join(f"{x:.0f}" for x in v)  # noqa: E731
     for name, r in results.items():
-        cpu, wall = median(r.get("cpu", [])), median(r.get("wall", []))
-        print(
+        line = (
             f"{name}: opened {args.delay:g} s after start -> ready {median(r['ready']):.0f} ms"
             f" ({fmt(r['ready'])}); opened at start-up -> ready"
-            f" {median(r['ready_at_start']):.0f} ms ({fmt(r['ready_at_start'])});"
-            f" {args.size / 1e6:g} MB answer: CPU {cpu:.2f} s in {wall:.2f} s"
-            f" ({100 * cpu / wall:.0f} % of a core; Neovim alone"
-            f" {median(r.get('nvim_cpu', [])):.2f} s)"
+            f" {median(r['ready_at_start']):.0f} ms ({fmt(r['ready_at_start'])})"
         )
+        if r.get("cpu"):
+            cpu, wall = median(r["cpu"]), median(r["wall"])
+            line += (
+                f"; {args.size / 1e6:g} MB answer: CPU {cpu:.2f} s in {wall:.2f} s"
+                f" ({100 * cpu / wall:.0f} % of a core; Neovim alone"
+                f" {median(r.get('nvim_cpu', [])):.2f} s)"
+            )
+        print(line)
     for name, r in results.items():
         for key, when in (("phases", "after start"), ("phases_at_start", "at start-up")):
             rows = r.get(key, [])
@@ -423,14 +548,41 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
                 )
     print(
         f"this plugin's host: {median(ours['rest']):.1f} MiB at rest (target"
-        f" {REST_TARGET_MIB}), {median(ours['open']):.1f} MiB with the ACP panel open"
-        f" (target {OPEN_TARGET_MIB})"
+        f" <= {REST_TARGET_MIB}), {median(ours['open']):.1f} MiB with the ACP panel open"
+        f" (target <= {OPEN_TARGET_MIB})"
     )
-    if not others:
+    host_growth = median(spare["rest"]) - median(ours["rest"])
+    print(
+        f"agent.prestart's spare at rest: the agent {median(spare.get('spare_agent', [])):.1f} MiB"
+        f" + the host {host_growth:+.1f} MiB ({median(spare['rest']):.1f} against"
+        f" {median(ours['rest']):.1f})"
+    )
+    checks = [
+        (
+            "ready, against the bare client",
+            median(ours["ready"]) / median(floor["ready"]),
+            READY_FLOOR_TARGET,
+        ),
+        (
+            "editor-side CPU (Neovim + host), against the bare client",
+            median(ours["cpu"]) / median(floor["cpu"]),
+            CPU_FLOOR_TARGET,
+        ),
+    ]
+    for what, ratio, target in checks:
+        verdict = "ok" if ratio <= target else "OVER"
+        print(f"{what}: {ratio:.2f}x (target <= {target:g}x) {verdict}")
+    spare_ready = median(spare["ready"])
+    verdict = "ok" if spare_ready <= SPARE_READY_MS else "OVER"
+    print(
+        f"agent.prestart: :GeminiAgent -> ready {spare_ready:.0f} ms"
+        f" (target <= {SPARE_READY_MS} ms) {verdict}"
+    )
+    fastest = min((median(r["ready"]) for n, r in others.items() if n != Floor.name), default=0)
+    if not fastest:
         print("(CODECOMPANION_DIR and PLENARY_DIR unset: no other panel to compare with)")
         return
-    fastest = min(median(r["ready"]) for r in others.values())
-    fastest_start = min(median(r["ready_at_start"]) for r in others.values())
+    fastest_start = min(median(r["ready_at_start"]) for n, r in others.items() if n != Floor.name)
     cc_cpu = median(others[CodeCompanion.name]["cpu"]) if CodeCompanion.name in others else 0
     checks = [
         ("ready", median(ours["ready"]) / fastest, READY_TARGET),

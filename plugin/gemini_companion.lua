@@ -131,8 +131,16 @@ local function auto_start()
   end
 end
 
-if vim.v.vim_did_enter == 1 then
+-- agent.prestart: the agent starts once Neovim is idle, past VimEnter (agent/spare.lua).
+local function after_start()
   auto_start()
+  if require("gemini_companion.config").get().agent.prestart then
+    require("gemini_companion.agent.spare").arm()
+  end
+end
+
+if vim.v.vim_did_enter == 1 then
+  after_start()
 else
-  vim.api.nvim_create_autocmd("VimEnter", { group = group, once = true, callback = auto_start })
+  vim.api.nvim_create_autocmd("VimEnter", { group = group, once = true, callback = after_start })
 end

@@ -349,9 +349,29 @@ local function check_acp(acp)
   })
 end
 
+--- agent.prestart (agent/spare.lua): on or off, and what it costs, as measured
+--- (bench/panel_cost.py, 2026-11-28: gemini --acp 0.61.0; host 27 -> 56 MiB).
+---@param on boolean
+local function check_prestart(on)
+  local cost = "about 145 MiB for gemini --acp and 29 MiB in the Python host"
+  if not on then
+    health.info(
+      "agent.prestart is off: the panel starts the agent when it opens (with it on: ready at once, for " .. cost .. ")"
+    )
+    return
+  end
+  local spare = package.loaded["gemini_companion.agent.spare"]
+  local status = not spare and "waits for start-up"
+    or spare.status == "started" and "started"
+    or spare.status == "armed" and "waits for Neovim to be idle"
+    or "not needed: the panel opened first"
+  health.info("agent.prestart: the agent starts once Neovim is idle (" .. status .. "); it costs " .. cost)
+end
+
 local function check_agent()
   local agent = require("gemini_companion.config").get().agent
   health.info("protocol: " .. agent.protocol .. " (agent.protocol)")
+  check_prestart(agent.prestart)
   if agent.protocol == "a2a" then
     check_a2a(agent.a2a)
   else

@@ -15,6 +15,10 @@ function M.setup(opts)
   -- The Python the build step chose, before anything starts the Python host.
   require("gemini_companion.python").apply()
   require("gemini_companion.highlights").setup()
+  -- Set up past VimEnter (a lazy load): plugin/gemini_companion.lua's hook ran already.
+  if vim.v.vim_did_enter == 1 and require("gemini_companion.config").get().agent.prestart then
+    require("gemini_companion.agent.spare").arm()
+  end
 end
 
 --- Open the Gemini CLI in a terminal (see terminal.position), or show it.

@@ -329,6 +329,13 @@ return {
           help = "How the transcript's markdown is highlighted. true: line by line as the answer streams in, code fences in their language (tree-sitter, where the parser is installed) once they close and are on screen; its cost follows what arrives, not the transcript's size. \"treesitter\": Neovim's tree-sitter highlighter (|treesitter-highlight|), complete (setext headings, HTML, every inline rule) but costly while a long answer streams in. false: plain text. Read when the transcript is created; see |gemini-companion-agent-markdown|.",
         },
         {
+          name = "prestart",
+          type = "boolean",
+          default = false,
+          summary = "Start the agent once Neovim is idle after start-up",
+          help = "Start the agent once Neovim has had no key for a second after start-up (never before the first screen), so that the panel opens on an agent that is ready. It costs the memory of an agent that may not be used: about 145 MiB for `gemini --acp` 0.61.0 and 29 MiB in the plugin's Python host (measured: |gemini-companion-agent-prestart|). It stops with the companion and at |:qa| like any agent; a start that fails says so when the panel opens.",
+        },
+        {
           name = "a2a",
           type = "table",
           class = "AgentA2A",

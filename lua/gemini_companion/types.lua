@@ -90,6 +90,7 @@
 ---@class (exact) gemini_companion.AgentOptions
 ---@field protocol? "a2a"|"acp" The agent's protocol (default "acp")
 ---@field markdown? true|false|"treesitter" How the transcript's markdown is highlighted (default true)
+---@field prestart? boolean Start the agent once Neovim is idle after start-up (default false)
 ---@field a2a? gemini_companion.AgentA2AOptions The A2A agent
 ---@field acp? gemini_companion.AgentAcpOptions The ACP agent
 ---@field panel? gemini_companion.AgentPanelOptions The panel's windows
@@ -98,6 +99,7 @@
 ---@class (exact) gemini_companion.AgentConfig
 ---@field protocol "a2a"|"acp"
 ---@field markdown true|false|"treesitter"
+---@field prestart boolean
 ---@field a2a gemini_companion.AgentA2AConfig
 ---@field acp gemini_companion.AgentAcpConfig
 ---@field panel gemini_companion.AgentPanelConfig

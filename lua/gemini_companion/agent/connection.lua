@@ -25,8 +25,12 @@ end
 
 --- Make sure the companion runs and the agent session exists (connecting or
 --- starting the agent in the background).
+---@param opts? { spare?: boolean } spare: agent.prestart's start (spare.lua), not the user's
 ---@return boolean
-function M.ensure()
+function M.ensure(opts)
+  if not (opts and opts.spare) and package.loaded["gemini_companion.agent.spare"] then
+    require("gemini_companion.agent.spare").claimed()
+  end
   if not require("gemini_companion.state").current.running then
     require("gemini_companion").start({ quiet = true })
   end
@@ -45,6 +49,12 @@ function M.ensure()
     connected = true
   end
   return true
+end
+
+--- The agent session was asked for (by the panel, a request or agent.prestart).
+---@return boolean
+function M.opened()
+  return connected
 end
 
 ---@param action string

@@ -13,8 +13,10 @@ local M = {}
 --- Open the panel in this tab and connect to the agent.
 ---@param opts? { enter?: boolean } enter: put the cursor in the prompt (default true)
 function M.open(opts)
-  require("gemini_companion.agent.panel").open(opts)
+  -- The agent's start is asked for first: the host starts it while the windows are
+  -- drawn here (issue 31 item 3).
   require("gemini_companion.agent.connection").ensure()
+  require("gemini_companion.agent.panel").open(opts)
 end
 
 --- Close the panel's windows in this tab (the transcript is kept).

@@ -70,12 +70,32 @@ local function flush()
   show(text, worst.level)
 end
 
+--- True while messages wait for `release()` (agent.prestart's start, spare.lua).
+local held = false
+
+--- Keep what is posted from now on until `release()`: the agent started before
+--- the panel says nothing until the user reaches for it.
+function M.hold()
+  held = true
+end
+
+--- Show what was held (as one message, as a flood is), and post freely again.
+function M.release()
+  if held then
+    held = false
+    flush()
+  end
+end
+
 --- Show `text` now, or with the next message when one was shown less than
 --- `INTERVAL` ms ago.
 ---@param text string
 ---@param level integer
 function M.post(text, level)
   queued[#queued + 1] = { text = text, level = level }
+  if held then
+    return
+  end
   uv.update_time()
   local since = last_shown and (uv.now() - last_shown) or math.huge
   if since >= M.INTERVAL and not (timer and timer:is_active()) then

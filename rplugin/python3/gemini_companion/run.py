@@ -40,6 +40,7 @@ from .tools.ide import ide_tools
 from .tools.neovim import McpHttpServer, NeovimTools, http_server
 
 if TYPE_CHECKING:
+    from .agent.acp.prespawn import EarlyOpen
     from .agent.mcp_servers import McpServer
     from .agent.service import AgentService
     from .sessions import SessionStream
@@ -163,6 +164,7 @@ class ServerRun:
         self.agent_stopped = threading.Event()
         self.agent_stopped.set()
         self._agent_stop: asyncio.Task[None] | None = None
+        self._early_open: EarlyOpen | None = None
         log.info(
             "listening on 127.0.0.1:%d, discovery file %s%s",
             server.port,
@@ -206,7 +208,17 @@ class ServerRun:
     # -- the agent panel (on the loop) ---------------------------------------------------
 
     def agent_request(self, action: str, args: Mapping[str, Any]) -> None:
-        """A request of lua/gemini_companion/agent, posted by ``Companion``."""
+        """A request of lua/gemini_companion/agent, posted by ``Companion``; the agent
+        of an ``open`` is started before the rest (agent/acp/prespawn.py)."""
+        if self._early_open is None:
+            from .agent.acp.prespawn import EarlyOpen
+
+            env = lambda: {**self._env, **self.terminal_env()}  # noqa: E731
+            self._early_open = EarlyOpen(self._agent_request, env)
+        starts = self.agent is None or self.agent.session is None
+        self._early_open.request(action, args, starts=starts and not self.closed.is_set())
+
+    def _agent_request(self, action: str, args: Mapping[str, Any]) -> None:
         if self.closed.is_set():
             if action != "stop":
                 self._editor.notify(

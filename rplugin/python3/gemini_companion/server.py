@@ -326,7 +326,8 @@ class CompanionServer:
 
         started = time.perf_counter()
         try:
-            await warm_up(app, self.options.token, self.port)
+            for path in self._endpoints:  # /mcp first, then /tools (the agent's)
+                await warm_up(app, self.options.token, self.port, path)
         except Exception:
             log.warning("warming the server up failed", exc_info=True)
             return

@@ -12,9 +12,13 @@ from .tools import IDE_PATH
 
 
 async def _asgi_post(
-    app: ASGIApp, headers: list[tuple[bytes, bytes]], body: bytes | None, method: str = "POST"
+    app: ASGIApp,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes | None,
+    method: str = "POST",
+    path: str = IDE_PATH,
 ) -> tuple[int, dict[bytes, bytes]]:
-    """One request to the IDE endpoint straight into the ASGI app."""
+    """One request to the endpoint ``path`` straight into the ASGI app."""
     from .session_cap import asgi_request
 
     scope: Scope = {
@@ -23,8 +27,8 @@ async def _asgi_post(
         "http_version": "1.1",
         "method": method,
         "scheme": "http",
-        "path": IDE_PATH,
-        "raw_path": IDE_PATH.encode(),
+        "path": path,
+        "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
         "headers": headers,
@@ -34,8 +38,11 @@ async def _asgi_post(
     return await asgi_request(app, scope, body or b"")
 
 
-async def warm_up(app: ASGIApp, token: str, port: int) -> None:
-    """initialize, initialized, tools/list, a tools/call (of no tool) and DELETE."""
+async def warm_up(app: ASGIApp, token: str, port: int, path: str = IDE_PATH) -> None:
+    """initialize, initialized, tools/list, a tools/call (of no tool) and DELETE, on
+    the endpoint ``path`` (each endpoint's SDK server has lazy set-up of its own:
+    Neovim's tools' schemas for /tools, which the agent panel's agent lists while
+    its ``session/new`` waits)."""
     headers = [
         (b"host", f"127.0.0.1:{port}".encode()),
         (b"authorization", f"Bearer {token}".encode()),
@@ -52,7 +59,7 @@ async def warm_up(app: ASGIApp, token: str, port: int) -> None:
             "clientInfo": {"name": "warm-up", "version": "0"},
         },
     }
-    status, response = await _asgi_post(app, headers, json.dumps(initialize).encode())
+    status, response = await _asgi_post(app, headers, json.dumps(initialize).encode(), path=path)
     session = response.get(b"mcp-session-id")
     if status != 200 or session is None:
         return
@@ -67,5 +74,5 @@ async def warm_up(app: ASGIApp, token: str, port: int) -> None:
             "params": {"name": "", "arguments": {}},
         },
     ):
-        await _asgi_post(app, headers, json.dumps(message).encode())
-    await _asgi_post(app, headers, None, "DELETE")
+        await _asgi_post(app, headers, json.dumps(message).encode(), path=path)
+    await _asgi_post(app, headers, None, "DELETE", path=path)

@@ -14,15 +14,13 @@ from typing import Any
 
 from ..mcp_servers import acp_mcp_server
 from ..model import Notice, SessionUpdate
-from ..transport import TransportError, plugin_version
+from ..transport import TransportError
 from .grants import WriteGrants
 from .process import AgentChild
 from .turns import AcpTurns
-from .wire import AUTH_REQUIRED, PROTOCOL_VERSION, AgentError
+from .wire import AUTH_REQUIRED, PROTOCOL_VERSION, AgentError, initialize_params
 
 log = logging.getLogger(__name__)
-
-CLIENT_INFO = {"name": "gemini-companion.nvim", "title": "Gemini companion for Neovim"}
 
 
 class AcpHandshake(AcpTurns):
@@ -31,14 +29,7 @@ class AcpHandshake(AcpTurns):
     async def _initialize(
         self, child: AgentChild, loading: asyncio.Future[None] | None = None
     ) -> None:
-        raw = await self._request(
-            "initialize",
-            {
-                "protocolVersion": PROTOCOL_VERSION,
-                "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
-                "clientInfo": {**CLIENT_INFO, "version": plugin_version()},
-            },
-        )
+        raw = await self._request("initialize", initialize_params())
         if loading is not None:
             await loading
         from . import messages as schema

@@ -81,8 +81,15 @@ async def spawn(
     ``on_refused`` of messages refused (wire.py's :func:`~.wire.parse_message`);
     ``on_update``, when given, takes the ``session/update`` notifications in place
     of ``handler`` (wire.py's fast path)."""
+    from . import prespawn
+
     try:
-        process = await AgentProcess.start(cmd, cwd=cwd, env=env, log=log, stdin_pipe=True)
+        # Started already when the panel's open came (prespawn.py), or now.
+        taken, written = await prespawn.take(cmd, cwd, env)
+        if taken is not None:
+            process = AgentProcess(taken, log)
+        else:
+            process = await AgentProcess.start(cmd, cwd=cwd, env=env, log=log, stdin_pipe=True)
     except FileNotFoundError:
         raise TransportError(
             f"cannot start the agent: {cmd[0]!r} was not found. Install the Gemini CLI"
@@ -104,6 +111,7 @@ async def spawn(
         lambda why: on_refused(holder[0], why),
         on_update,
     )
+    stdio.written_already(written)  # initialize, when written as it started
     child = AgentChild(process, Connection(handler, stdio))
     holder.append(child)
     process.log_lines(process.process.stderr, "agent stderr")

@@ -24,11 +24,24 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import burst
-from ..transport import TransportError
+from ..transport import TransportError, plugin_version
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
+
+CLIENT_INFO = {"name": "gemini-companion.nvim", "title": "Gemini companion for Neovim"}
+
+
+def initialize_params() -> dict[str, Any]:
+    """``initialize``'s parameters: handshake.py's first request, also written to
+    the agent as it starts (prespawn.py)."""
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}},
+        "clientInfo": {**CLIENT_INFO, "version": plugin_version()},
+    }
+
 
 # One JSON-RPC message a line; a line longer than this is not a message we take.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -210,8 +223,29 @@ class ChildStdio:
             log.exception("handling the agent's session/update failed")
         return True
 
+    # The first message's line when it was written to the agent as it started
+    # (prespawn.py): the package's identical first message is then not sent again,
+    # and nothing the agent writes is received before it is "sent" (its answer
+    # would find no request waiting).
+    _written_already: bytes | None = None
+    _first_sent: asyncio.Event | None = None
+
+    def written_already(self, line: bytes | None) -> None:
+        """``line`` was written to the agent before this transport existed."""
+        if line is not None:
+            self._written_already, self._first_sent = line, asyncio.Event()
+
+    @staticmethod
+    def encode(message: Mapping[str, Any]) -> bytes:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
     async def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        data = self.encode(message)
+        early, self._written_already = self._written_already, None
+        if self._first_sent is not None:
+            self._first_sent.set()
+        if data == early:
+            return
         async with self._lock:
             if self._stdin.is_closing():
                 raise ConnectionError("the agent's stdin is closed")
@@ -222,6 +256,9 @@ class ChildStdio:
                 raise ConnectionError(f"the agent's stdin is closed: {exc}") from exc
 
     async def receive(self) -> dict[str, Any] | None:
+        if self._first_sent is not None:
+            await self._first_sent.wait()
+            self._first_sent = None
         while True:
             if self._on_update is not None and self._given == self._consumed:
                 # Nothing read waits here: updates may be taken as they arrive, once
