@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from agent_fakes.coder_agent import CoderAgent, coder_agent
-from agent_setup import GEMINI_JS, transcript, wait_transcript
+from agent_setup import GEMINI_JS, panel_window, status_row, transcript, wait_transcript
 from fake_gemini import FakeGemini, text_turn
 from fake_model import gemini_home
 from gemini_companion.agent.image import NotAnImageError, header, read_image
@@ -168,10 +168,15 @@ def test_images_reach_the_acp_agent_as_image_blocks_and_the_transcript_shows_the
         "lossless.webp": webp_lossless(17, 33),
         "wide.webp": webp_extended(4000, 10),
     }
+    nvim.lua("require('gemini_companion.agent').open()")
     for name, data in images.items():
         (workspace / name).write_bytes(data)
         nvim.api.command(f"GeminiAgentImage {name}")
     assert pending(nvim) == list(images)
+    # The prompt window's status line names them until they are sent.
+    nvim.lua("vim.api.nvim_set_current_win(...)", panel_window(nvim, 2))
+    nvim.api.command("only")  # the whole width for the status line
+    assert status_row(nvim, panel_window(nvim, 2)).startswith(" images: cat.png, photo.jpg, ")
     submit(nvim, "describe them")
     wait_transcript(nvim, "echo: describe them")
     received = blocks(tmp_path)
@@ -204,6 +209,7 @@ def test_images_reach_the_acp_agent_as_image_blocks_and_the_transcript_shows_the
         assert f"  {label}" in lines
     # Sent: none waits for the next prompt.
     assert pending(nvim) == []
+    assert "images:" not in status_row(nvim, panel_window(nvim, 2))
     submit(nvim, "and now")
     wait_transcript(nvim, "echo: and now")
     assert blocks(tmp_path)[1] == [{"type": "text", "text": "and now"}]

@@ -40,11 +40,19 @@ end
 ---@param image gemini_companion.AgentImage
 local function add(image)
   pending[#pending + 1] = image
+  vim.cmd.redrawstatus({ bang = true })
   local names = vim.tbl_map(name_of, pending)
   post(
     ("image %s goes with the next prompt (attached: %s)"):format(name_of(image), table.concat(names, ", ")),
     vim.log.levels.INFO
   )
+end
+
+--- What the prompt window's status line says of them: "" when none waits.
+---@return string
+function M.status()
+  local names = M.pending()
+  return #names > 0 and ("images: %s"):format(table.concat(names, ", ")) or ""
 end
 
 --- The names of the images waiting for the next prompt.
@@ -58,6 +66,7 @@ end
 function M.take()
   local out = pending
   pending = {}
+  vim.cmd.redrawstatus({ bang = true })
   return out
 end
 
@@ -65,6 +74,7 @@ end
 ---@param images? gemini_companion.AgentImage[]
 function M.give_back(images)
   pending = vim.list_extend(vim.list_extend({}, images or {}), pending)
+  vim.cmd.redrawstatus({ bang = true })
 end
 
 --- The first clipboard reader this system has, or nil.
