@@ -134,9 +134,7 @@ def _webp(data: bytes) -> tuple[int, int]:
         (bits,) = struct.unpack_from("<I", data, 21)
         return (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1
     if chunk == b"VP8X":
-        width = int.from_bytes(data[24:27], "little") + 1
-        height = int.from_bytes(data[27:30], "little") + 1
         if len(data) < 30:
             raise IndexError("cut short")
-        return width, height
+        return int.from_bytes(data[24:27], "little") + 1, int.from_bytes(data[27:30], "little") + 1
     raise NotAnImageError("not a WebP image this reads (an unknown first chunk)")
