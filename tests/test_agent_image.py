@@ -304,6 +304,13 @@ def test_the_clipboard_image_is_read_by_the_platform_s_reader(
     )
     assert pending(nvim) == []
 
+    # A file attached by mistake: the bang detaches what is attached.
+    nvim.api.command(f"GeminiAgentImage {tmp_path / 'clip.png'}")
+    assert pending(nvim) == ["clip.png"]
+    nvim.api.command("GeminiAgentImage!")
+    assert pending(nvim) == []
+    assert told(nvim)[-1] == "1 image(s) dropped from the next prompt"
+
 
 # -- over A2A --------------------------------------------------------------------------
 
