@@ -91,6 +91,15 @@ end, {
   desc = "Resume a past Gemini agent conversation (ACP session/load)",
 })
 
+command("GeminiAgentImage", function(args)
+  require("gemini_companion.agent").image(args.args, { drop = args.bang })
+end, {
+  nargs = "?",
+  bang = true,
+  complete = "file",
+  desc = "Attach an image (PNG, JPEG, GIF, WebP; the clipboard's without a path) to the next prompt; ! drops them",
+})
+
 command("GeminiAgentStop", function()
   require("gemini_companion.agent").stop()
 end, { desc = "Stop the Gemini agent (and the server the plugin started for it)" })

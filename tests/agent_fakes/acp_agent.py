@@ -25,7 +25,8 @@ to it as one JSON line (what the agent received, attachments included).
 
 Options (its command line): ``--ignore-sigterm``: SIGTERM is ignored and it
 lives on when its input closes (only a SIGKILL stops it, or its parent's end);
-``--pid-file PATH``: its pid is appended to PATH at start.
+``--pid-file PATH``: its pid is appended to PATH at start; ``--image``: its
+``initialize`` declares ``promptCapabilities.image`` (it takes image blocks).
 """
 
 from __future__ import annotations
@@ -81,7 +82,10 @@ class FakeAgent:
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
         return schema.InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=schema.AgentCapabilities(load_session=False),
+            agent_capabilities=schema.AgentCapabilities(
+                load_session=False,
+                prompt_capabilities=schema.PromptCapabilities(image="--image" in sys.argv),
+            ),
             agent_info=schema.Implementation(name="fake-acp-agent", version="0.0.1"),
         )
 

@@ -94,6 +94,8 @@ class CoderAgent(AgentExecutor):
         self.reported: list[tuple[str, str]] = []  # (call id, status) sent after an answer
         self.swap = threading.Event()  # set by the test: send the changed call
         self.prompts: list[list[str]] = []  # the text parts of each prompt received
+        # The file parts of each prompt received: (filename, media type, bytes).
+        self.files: list[list[tuple[str, str, bytes]]] = []
 
     async def _status(
         self,
@@ -127,6 +129,7 @@ class CoderAgent(AgentExecutor):
             if part.HasField("data"):
                 await self._answered(context, event_queue, json_format.MessageToDict(part)["data"])
                 return
+        self.files.append([(p.filename, p.media_type, p.raw) for p in message.parts if p.raw])
         self.prompts.append([p.text for p in message.parts if p.text])
         # The user's words are the last line of the prompt's text: the plugin's notes to
         # the agent ("... your proposed edit of <path> ...") come before them.

@@ -52,6 +52,16 @@ function M.submit(text, opts)
   return require("gemini_companion.agent.prompt").submit(text, opts)
 end
 
+--- Attach an image to the next prompt (:GeminiAgentImage): the PNG, JPEG, GIF or
+--- WebP file at `path`, or without one the clipboard's image (wl-paste, xclip or
+--- pngpaste). It is checked when the prompt is sent (at most 5 MiB). `drop`:
+--- detach the images attached so far instead.
+---@param path? string
+---@param opts? { drop?: boolean }
+function M.image(path, opts)
+  require("gemini_companion.agent.images").command(path or "", opts and opts.drop)
+end
+
 --- Split "/memory add some text" into the longest known command name and its
 --- arguments ("memory add", "some text").
 ---@param text string without the "/"

@@ -51,7 +51,8 @@ function M.submit(text, opts)
   for _, ref in ipairs(opts and opts.references or {}) do
     table.insert(refs, 1, ref)
   end
-  request("prompt", { text = text, references = #refs > 0 and refs or nil })
+  local images = require("gemini_companion.agent.images").take()
+  request("prompt", { text = text, references = #refs > 0 and refs or nil, images = #images > 0 and images or nil })
   return true
 end
 
@@ -70,13 +71,18 @@ end
 --- its real path (all confirmed: the same request goes again, with them confirmed
 --- for this prompt only); or an attachment cannot be sent (`reason`). Refused or
 --- declined, nothing is sent and the text is back in the prompt.
----@param request { text: string, references?: table[], confirmed?: string[] }
+--- The images it attached wait for the next prompt again, but the one refused
+--- (the Python side left it out of `request`) or declined.
+---@param request { text: string, references?: table[], images?: gemini_companion.AgentImage[], confirmed?: string[] }
 ---@param outside string[] real paths
 ---@param reason string "" when only `outside` needs an answer
 function M._attach_refused(request, outside, reason)
   local messages = require("gemini_companion.agent.messages")
-  local function not_sent(why, level)
+  local function not_sent(why, level, declined)
     give_back(request.text)
+    require("gemini_companion.agent.images").give_back(vim.tbl_filter(function(image)
+      return not declined or not image.path or (vim.uv.fs_realpath(image.path) or image.path) ~= declined
+    end, request.images or {}))
     messages.post(why .. ": nothing sent (your text is back in the prompt)", level)
   end
   if reason ~= "" or #outside == 0 then
@@ -99,7 +105,7 @@ function M._attach_refused(request, outside, reason)
         confirmed[#confirmed + 1] = path
         ask(i + 1)
       else
-        not_sent(("@%s is outside the workspace"):format(path), vim.log.levels.WARN)
+        not_sent(("@%s is outside the workspace"):format(path), vim.log.levels.WARN, path)
       end
     end)
   end

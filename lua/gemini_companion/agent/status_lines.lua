@@ -56,8 +56,8 @@ function M.fit(parts, width)
   return line
 end
 
---- The prompt window's status line: `?`, the keys that send, the context words;
---- in a narrow window the least useful go first (the context words, then the
+--- The prompt window's status line: the images attached, `?`, the keys that
+--- send, the context words; in a narrow window the least useful go first (the context words, then the
 --- long form of the keys that send), so what is shown is never cut mid-word.
 ---@return string
 function M.prompt()
@@ -81,6 +81,12 @@ function M.prompt()
       list[#list + 1] = { table.concat(send, long and " / " or "/") .. " sends", 2 }
     end
     list[#list + 1] = { "@file #buffer", 3 }
+    -- The images waiting for the next prompt (:GeminiAgentImage) first: the most
+    -- important, kept at any width. Loaded once one is attached.
+    local images = package.loaded["gemini_companion.agent.images"]
+    if images and images.status() ~= "" then
+      table.insert(list, 1, { images.status(), 0 })
+    end
     return list
   end
   local line = M.fit(parts(true), width)

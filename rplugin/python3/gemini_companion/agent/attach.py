@@ -17,6 +17,9 @@
   file outside the policy (the agent could not read it itself: its text goes
   with the prompt) and the files A2A embeds (:func:`embedded_text`). A whole file
   the agent can read itself (ACP's resource link) is only checked.
+- An image (``:GeminiAgentImage``) is read the same way, whole, up to
+  image.py's limit, and checked by its bytes (image.py); the clipboard's comes
+  from the panel as bytes.
 
 The text of a loaded buffer (unsaved text, lines, a selection, diagnostics) comes
 from the panel, which finds the buffer by its exact name (agent/files.lua).
@@ -29,8 +32,10 @@ import os
 from collections.abc import Collection, Sequence
 
 from ..paths import NotRegularFileError, OutsidePolicyError, PathPolicy, has_control, shown
+from .image import MAX_BYTES as MAX_IMAGE
+from .image import Image, ImageSource, NotAnImageError, read_image
 from .model import Reference
-from .reader import TooLargeError, check, read_text
+from .reader import TooLargeError, check, read_bytes, read_text
 
 # Lines of a file not loaded are read from a file of at most this size (the agent's
 # own reads stop there too: files.py's MAX_READ_BYTES).
@@ -42,7 +47,10 @@ MAX_EMBEDDED = 256 * 1024
 
 
 class AttachError(ValueError):
-    """An attachment that cannot be sent, with the reason the user reads."""
+    """An attachment that cannot be sent, with the reason the user reads;
+    ``image``: the index of the image it is about, if one."""
+
+    image: int | None = None
 
 
 class ConsentNeededError(Exception):
@@ -54,29 +62,74 @@ class ConsentNeededError(Exception):
 
 
 async def prepare(
-    refs: Sequence[Reference], policy: PathPolicy | None, confirmed: Collection[str] = ()
-) -> tuple[Reference, ...]:
-    """``refs`` as they may be sent: under their real paths, lines read, checked.
-    ``confirmed``: real paths outside ``policy`` the user allowed for this prompt.
-    Raises :class:`ConsentNeededError` (nothing read) or :class:`AttachError`."""
-    for ref in refs:
-        if has_control(ref.path) or not os.path.isabs(ref.path):
-            raise AttachError(f"cannot attach {shown(ref.path)}: not a plain absolute path")
+    refs: Sequence[Reference],
+    policy: PathPolicy | None,
+    confirmed: Collection[str] = (),
+    images: Sequence[ImageSource] = (),
+) -> tuple[tuple[Reference, ...], tuple[Image, ...]]:
+    """``refs`` as they may be sent: under their real paths, lines read, checked;
+    and ``images`` read and checked (image.py: the type by its magic bytes, at
+    most :data:`~.image.MAX_BYTES`). ``confirmed``: real paths outside ``policy``
+    the user allowed for this prompt. Raises :class:`ConsentNeededError` (nothing
+    read) or :class:`AttachError`."""
+    files = [source.path for source in images if source.path is not None]
+    for path in [*(ref.path for ref in refs), *files]:
+        if has_control(path) or not os.path.isabs(path):
+            raise AttachError(f"cannot attach {shown(path)}: not a plain absolute path")
     reals = [await asyncio.to_thread(os.path.realpath, ref.path) for ref in refs]
+    image_reals = {path: await asyncio.to_thread(os.path.realpath, path) for path in files}
     outside = [
         real
-        for real in dict.fromkeys(reals)
+        for real in dict.fromkeys([*reals, *image_reals.values()])
         if policy is not None and not policy.contains(real) and real not in confirmed
     ]
     if outside:
         raise ConsentNeededError(outside)
     out = []
     for ref, real in zip(refs, reals, strict=True):
-        inside = policy is None or policy.contains(real)
-        # Outside: what is opened must be the very file the user confirmed.
-        allowed = policy if inside else PathPolicy((real,))
-        out.append(await asyncio.to_thread(_prepared, ref, real, allowed, inside))
-    return tuple(out)
+        out.append(await asyncio.to_thread(_prepared, ref, real, *_allowed(policy, real)))
+    read = []
+    for index, source in enumerate(images):
+        image_real = image_reals.get(source.path or "")
+        try:
+            read.append(await asyncio.to_thread(_image, source, image_real, policy))
+        except AttachError as exc:
+            exc.image = index
+            raise
+    return tuple(out), tuple(read)
+
+
+def _allowed(policy: PathPolicy | None, real: str) -> tuple[PathPolicy | None, bool]:
+    """The policy a read of ``real`` goes by, and whether ``real`` is inside
+    ``policy``. Outside (the user confirmed it): what is opened must be the very
+    file the user confirmed."""
+    inside = policy is None or policy.contains(real)
+    return (policy if inside else PathPolicy((real,))), inside
+
+
+def _image(source: ImageSource, real: str | None, policy: PathPolicy | None) -> Image:
+    """The image ``source`` names, read (a file: by the reader, within the policy)
+    and checked."""
+    if real is None:  # the clipboard's bytes, from the panel
+        name, data = source.name or "clipboard", source.data or b""
+        if len(data) > MAX_IMAGE:
+            raise AttachError(f"cannot attach the image {shown(name)}: {_too_large()}")
+    else:
+        name = os.path.basename(real)
+        try:
+            data = read_bytes(real, _allowed(policy, real)[0], MAX_IMAGE)
+        except TooLargeError:
+            raise AttachError(f"cannot attach the image {shown(name)}: {_too_large()}") from None
+        except OSError as exc:
+            raise AttachError(_why(source.path or real, exc)) from None
+    try:
+        return read_image(name, data)
+    except NotAnImageError as exc:
+        raise AttachError(f"cannot attach {shown(name)}: {exc}") from None
+
+
+def _too_large() -> str:
+    return f"it is larger than {MAX_IMAGE // (1024 * 1024)} MiB, the limit for an image"
 
 
 def _prepared(ref: Reference, real: str, policy: PathPolicy | None, inside: bool) -> Reference:

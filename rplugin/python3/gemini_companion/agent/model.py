@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias
 
+from .image import Image
+
 ToolStatus = Literal["pending", "executing", "succeeded", "failed", "cancelled"]
 """A tool call's life: the RFC's ``ToolCallStatus`` names in lower case."""
 
@@ -201,6 +203,7 @@ class Reference:
 class Prompt:
     text: str
     references: tuple[Reference, ...] = ()
+    images: tuple[Image, ...] = ()  # read and checked (attach.py)
 
 
 # -- events: transport -> session ---------------------------------------------------

@@ -9,11 +9,14 @@ Nothing here knows the session's insides: it sees the :class:`Session` it serves
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
+from .image import ImageSource
 from .model import Prompt, Reference
 from .transport import TransportError
 
@@ -48,7 +51,11 @@ class Session(Protocol):
     async def ensure_started(self) -> None: ...
     async def prompt(self, prompt: Prompt) -> None: ...
     async def prompt_request(
-        self, text: str, refs: tuple[Reference, ...], args: Mapping[str, Any]
+        self,
+        text: str,
+        refs: tuple[Reference, ...],
+        args: Mapping[str, Any],
+        images: tuple[ImageSource, ...] = (),
     ) -> None: ...
     async def answer_pending(
         self, call_id: str | None, option: str | None, reject: bool
@@ -103,11 +110,35 @@ def references(raw: Any) -> tuple[Reference, ...]:
     return tuple(refs)
 
 
+def images(raw: Any) -> tuple[ImageSource, ...]:
+    """The images a prompt attaches (agent/images.lua): ``{path}`` of a file, or
+    ``{name, data}``, the clipboard's image in base64."""
+    if not raw:
+        return ()
+    if not isinstance(raw, list):
+        raise BadRequestError("'images' must be a list")
+    out = []
+    for item in raw:
+        if isinstance(item, Mapping) and isinstance(item.get("path"), str):
+            out.append(ImageSource(path=item["path"]))
+        elif isinstance(item, Mapping) and isinstance(item.get("data"), str):
+            try:
+                data = base64.b64decode(item["data"], validate=True)
+            except binascii.Error:
+                raise BadRequestError("an image's 'data' is not base64") from None
+            out.append(ImageSource(name=str(item.get("name") or "clipboard"), data=data))
+        else:
+            raise BadRequestError("each image needs a 'path' or 'data'")
+    return tuple(out)
+
+
 Handler = Callable[[Session, Mapping[str, Any]], Awaitable[None]]
 
 
 async def _prompt(session: Session, args: Mapping[str, Any]) -> None:
-    await session.prompt_request(_text(args, "text"), references(args.get("references")), args)
+    await session.prompt_request(
+        _text(args, "text"), references(args.get("references")), args, images(args.get("images"))
+    )
 
 
 async def _answer(session: Session, args: Mapping[str, Any]) -> None:

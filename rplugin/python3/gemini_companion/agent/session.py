@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Coroutine, Mapping
+from collections.abc import AsyncIterator, Collection, Coroutine, Mapping
 from typing import Any
 
 from . import attach, requests
@@ -23,6 +23,7 @@ from .confirmations import Confirmations, EditReview, edited
 from .consent import pending_entry
 from .conversation import Conversation
 from .fold import TranscriptFold
+from .image import Image, ImageSource
 from .model import AgentEvent, Prompt, Reference, SlashCommand, ToolCall, Transcript
 from .requests import BadRequestError, ShownStartFailureError
 from .transport import Transport, TransportError
@@ -178,24 +179,42 @@ class AgentSession:
             self.fold.settle()
 
     async def prompt_request(
-        self, text: str, refs: tuple[Reference, ...], args: Mapping[str, Any]
+        self,
+        text: str,
+        refs: tuple[Reference, ...],
+        args: Mapping[str, Any],
+        images: tuple[ImageSource, ...] = (),
     ) -> None:
         """A prompt from the panel: what it attaches is checked and read first
         (attach.py); one outside the workspace goes back to the panel, which asks
-        the user about its real path, and nothing is sent."""
+        the user about its real path, and nothing is sent. So does a prompt with
+        images to an agent that takes none (known once it started)."""
         self._refuse_if_busy()
-        if refs:
+        editor = self.transport.context.editor
+        if images:
+            await self.ensure_started()
+            if not self.transport.takes_images():
+                why = (
+                    "the agent takes no images (its initialize declares no"
+                    " promptCapabilities.image): the images are dropped"
+                )
+                editor.attach_refused(_without_images(args, None), [], why)
+                return
+        read: tuple[Image, ...] = ()
+        if refs or images:
             confirmed = [str(p) for p in args.get("confirmed") or ()]
-            context = self.transport.context
             try:
-                refs = await attach.prepare(refs, context.paths(), confirmed)
+                refs, read = await attach.prepare(
+                    refs, self.transport.context.paths(), confirmed, images
+                )
             except attach.ConsentNeededError as exc:
-                context.editor.attach_refused(dict(args), list(exc.paths), "")
+                editor.attach_refused(dict(args), list(exc.paths), "")
                 return
             except attach.AttachError as exc:
-                context.editor.attach_refused(dict(args), [], str(exc))
+                dropped = () if exc.image is None else (exc.image,)
+                editor.attach_refused(_without_images(args, dropped), [], str(exc))
                 return
-        await self.prompt(Prompt(text, refs))
+        await self.prompt(Prompt(text, refs, read))
 
     def _refuse_if_busy(self) -> None:
         if self.busy() or self.status == "waiting":
@@ -206,7 +225,8 @@ class AgentSession:
 
     async def prompt(self, prompt: Prompt) -> None:
         self._refuse_if_busy()
-        self.fold.prompt(prompt.text, [ref.label() for ref in prompt.references])
+        labels = [ref.label() for ref in prompt.references]
+        self.fold.prompt(prompt.text, labels + [image.label() for image in prompt.images])
         await self._run_turn(self.transport.prompt, prompt)
 
     async def command(self, name: str, args: str) -> None:
@@ -348,3 +368,18 @@ class AgentSession:
         # conversation has drawn meanwhile (view.py).
         self.view.state(self.state())
         self.view.close()  # later batches (the transcript stays) go through the editor
+
+
+def _without_images(args: Mapping[str, Any], dropped: Collection[int] | None) -> dict[str, Any]:
+    """The request ``args`` given back to the panel without the images at the
+    indexes ``dropped`` (those refused: the others stay attached to the prompt),
+    or (None) without any."""
+    out = {k: v for k, v in args.items() if k != "images"}
+    kept = [
+        image
+        for i, image in enumerate(args.get("images") or ())
+        if dropped is not None and i not in dropped
+    ]
+    if kept:
+        out["images"] = kept
+    return out

@@ -13,7 +13,7 @@ Session -> transport (the user's intents; each a coroutine):
     sent. Raise :class:`TransportError` with a message for the user (what to
     install or set) when it cannot.
 ``prompt(prompt)``
-    Send the user's prompt (text plus references). Events stream to the sink
+    Send the user's prompt (text plus references and images). Events stream to the sink
     while it runs; it returns when the agent has finished with the prompt or
     waits for the user (a confirmation). Called again for a follow-up in the same
     task/session.
@@ -155,6 +155,10 @@ class Transport(abc.ABC):
 
     async def resume(self, session_id: str) -> None:
         raise NotSupportedError(f"the {self.protocol} agent cannot resume sessions")
+
+    def takes_images(self) -> bool:
+        """Whether a prompt may carry images (asked once started)."""
+        return True
 
     def health(self) -> Mapping[str, Any]:
         """What ``:checkhealth`` shows about this agent (command, version, ...)."""

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..attach import AttachError, embedded_text
+from ..image import Image
 from ..model import Notice, Prompt, Reference, SessionUpdate, StatusChange
 from ..transport import EventSink, TransportError, plugin_version
 from . import devtool
@@ -259,6 +260,8 @@ class A2ATransport(A2ACommands):
         for part in parts:
             if isinstance(part, str):
                 message.parts.add(text=part)
+            elif isinstance(part, Image):  # a file part: its bytes, type and name
+                message.parts.add(raw=part.data, media_type=part.mime, filename=part.name)
             else:
                 json_format.ParseDict({"data": part}, message.parts.add())
         if first:
@@ -311,10 +314,12 @@ class A2ATransport(A2ACommands):
             text = "\n".join(self._notes) + "\n" + text
             self._notes = []
         # 0.25.2 passes text parts to the model and drops file parts: each reference
-        # is a text part of its own, holding what it attaches.
+        # is a text part of its own, holding what it attaches. An image has no text:
+        # it goes as a file part (its bytes), for the agents that take them.
         parts: list[Any] = [text]
         for ref in prompt.references:
             parts.append(await asyncio.to_thread(_reference_part, ref, self.context.paths()))
+        parts.extend(prompt.images)
         if self.state in TERMINAL_STATES:
             self.task_id = ""  # a finished task takes no more messages: a new one, same context
         await self._send(parts)

@@ -205,7 +205,8 @@ def prompt_blocks(prompt: Prompt, *, embedded_context: bool) -> list[dict[str, A
     goes as an embedded resource when the agent takes embedded context (0.61.0 adds
     it after the prompt as "Content from @uri:"), else as a text block holding it;
     a whole file as a resource link, which the agent reads itself (0.61.0: its
-    ``read_many_files``, shown as a tool call).
+    ``read_many_files``, shown as a tool call); an image as an ``image`` block
+    (base64; 0.61.0 gives it to the model as ``inlineData``), last.
     """
     blocks: list[dict[str, Any]] = [{"type": "text", "text": prompt.text}]
     for ref in prompt.references:
@@ -228,6 +229,8 @@ def prompt_blocks(prompt: Prompt, *, embedded_context: bool) -> list[dict[str, A
             blocks.append(
                 {"type": "resource_link", "uri": ref.uri(), "name": os.path.basename(ref.path)}
             )
+    for image in prompt.images:
+        blocks.append({"type": "image", "mimeType": image.mime, "data": image.base64()})
     return blocks
 
 

@@ -132,6 +132,8 @@ class AcpTransport(AcpHandshake):
         session_id = self._require_session()
         if self._turn is not None and not self._turn.done():
             raise TransportError("the agent is still busy with the last prompt")
+        if prompt.images and not self.takes_images():
+            raise TransportError("the agent takes no images (its promptCapabilities has no image)")
         blocks = prompt_blocks(
             prompt,
             embedded_context=bool(
@@ -144,6 +146,10 @@ class AcpTransport(AcpHandshake):
         assert self._store is not None
         await asyncio.to_thread(self._store.touch, session_id, self.context.workspace, prompt.text)
         await self._run_turn({"sessionId": session_id, "prompt": blocks})
+
+    def takes_images(self) -> bool:
+        # Only with promptCapabilities.image in initialize's answer (0.61.0 has it).
+        return bool((self._capabilities.get("promptCapabilities") or {}).get("image"))
 
     async def run_command(self, name: str, args: str) -> None:
         # ACP has no method for commands: the agent takes "/name args" as a prompt.
