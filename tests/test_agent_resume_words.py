@@ -44,11 +44,14 @@ def test_a_resumed_conversation_shows_the_users_words_and_attachment_lines(
     nvim.api.command(f"GeminiAgentResume {first}")
     agent.wait_state("the conversation loaded", lambda s: s.get("session_id") == first)
     shown = agent.wait_transcript("Both read.")
-    replay = shown[shown.index("▍ You") :]  # the transcript starts again
+    # The first conversation stays above, ended by the stop (issue 30); the replay
+    # follows it.
+    replay = shown[shown.rindex("The agent stopped.") :]
+    replay = replay[replay.index("▍ You") :]
     for cli_text in ("editor context", "```json", "Content from", "[Function Response"):
         assert cli_text not in replay, f"{cli_text!r} in the replay:\n{shown}"
     # The prompt as the live one was drawn: its words, then its attachment line.
     start = live.index("▍ You")
     prompt = live[start : live.index("▍ Gemini", start)]
     assert prompt in replay, f"live:\n{prompt}\nreplayed:\n{replay}"
-    assert shown.count("▍ You") == 1, shown  # the CLI's own messages are no prompts
+    assert replay.count("▍ You") == 1, shown  # the CLI's own messages are no prompts

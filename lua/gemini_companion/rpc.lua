@@ -81,6 +81,13 @@ return {
     doc = "run a Neovim tool",
   },
   { name = "agent_draw", to = "lua", kind = "request", python = "agent_draw", doc = "draw a batch of the panel" },
+  {
+    name = "agent_attach_refused",
+    to = "lua",
+    kind = "notify",
+    python = "attach_refused",
+    doc = "a prompt's attachment needs the user's consent or cannot be read: ask, or give the text back",
+  },
   { name = "buffer_read", to = "lua", kind = "request", python = "read_buffer", doc = "the agent reads a buffer" },
   {
     name = "buffer_apply",
