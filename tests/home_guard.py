@@ -50,6 +50,17 @@ def watched_roots() -> list[Path]:
     return roots
 
 
+NOT_OURS = frozenset({"swap", "shada", "undo", "view", "sessions"})
+"""Folders of Neovim's own (``nvim/swap``, ``nvim/shada``, ...) that the user's
+running Neovim writes while the suite runs: not watched, or an editor left open
+beside ``scripts/test`` would fail the run. Neovim's log stays watched: a Neovim
+the suite starts without its private home writes there."""
+
+
+def _users_editor(folder: str, name: str) -> bool:
+    return name in NOT_OURS and os.path.basename(folder) == "nvim"
+
+
 def listing(roots: list[Path]) -> Listing:
     """Every file and folder under ``roots`` (the roots included, also when absent):
     kind, size and modification time."""
@@ -59,6 +70,7 @@ def listing(roots: list[Path]) -> Listing:
             found[str(root)] = ("absent", 0, 0)
             continue
         for folder, dirs, files in os.walk(root, onerror=lambda _e: None):
+            dirs[:] = [d for d in dirs if not _users_editor(folder, d)]
             for name in [".", *dirs, *files]:
                 path = os.path.normpath(os.path.join(folder, name))
                 if name != "." or path == str(root):
@@ -66,8 +78,10 @@ def listing(roots: list[Path]) -> Listing:
                         st = os.lstat(path)
                     except OSError:
                         continue
-                    kind = "dir" if os.path.isdir(path) else "file"
-                    found[path] = (kind, st.st_size, st.st_mtime_ns)
+                    if os.path.isdir(path):  # its entries say what changed in it
+                        found[path] = ("dir", 0, 0)
+                    else:
+                        found[path] = ("file", st.st_size, st.st_mtime_ns)
     return found
 
 

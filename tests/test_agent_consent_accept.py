@@ -206,6 +206,14 @@ def test_a_command_disguised_by_its_title_is_shown_as_what_runs(
     [
         ("fetch", "Fetching the docs", {"url": "http://evil.example/x"}, "http://evil.example/x"),
         ("read", "Read notes.txt", {"absolute_path": "/root/.ssh/id_rsa"}, "/root/.ssh/id_rsa"),
+        # A value shown only as the start of a longer one is not shown.
+        ("delete", "Delete /home/u/project/build", {"path": "/home/u/project"}, "/home/u/project"),
+        (
+            "fetch",
+            "Fetch https://a.example.com/x",
+            {"url": "https://a.example.co"},
+            "https://a.example.co",
+        ),
     ],
 )
 def test_a_path_or_url_the_title_hides_is_shown_and_listed(

@@ -211,3 +211,27 @@ def test_a_stopped_conversation_never_moves_and_a_forbidden_change_is_logged_not
         assert working.status == "idle"
 
     asyncio.run(main())
+
+
+def test_a_slash_command_while_a_request_waits_is_refused_and_starts_no_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_fakes.scripted_transport import ScriptedTransport
+
+    log_file = tmp_path / "transport.jsonl"
+    monkeypatch.setenv("SCRIPTED_TRANSPORT_LOG", str(log_file))
+
+    async def main() -> None:
+        editor = FakeEditor()
+        context = TransportContext(workspace=str(tmp_path), env={}, editor=editor)
+        session = AgentSession(ScriptedTransport(context), PanelView(editor), Recorder())
+        session.request("prompt", {"text": "edit"})
+        await drawn(session)
+        assert session.state()["state"] == "waiting"
+        session.request("command", {"name": "help", "args": ""})
+        await drawn(session)
+        assert any("still busy" in op.get("text", "") for op in editor.ops())
+        assert session.state()["state"] == "waiting"
+        assert [r["call"] for r in received(log_file)] == ["start", "prompt"]
+
+    asyncio.run(main())

@@ -67,6 +67,28 @@ def test_a_test_that_writes_into_the_real_home_fails_the_run_naming_what_it_wrot
     assert "2 passed, 1 error" in out
 
 
+def test_the_users_own_neovim_writing_its_swap_and_shada_meanwhile_fails_nothing(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "real-home" / ".local" / "state" / "nvim"
+    (state / "swap").mkdir(parents=True)
+    result = _run_guarded(
+        tmp_path,
+        """
+        import os
+        from pathlib import Path
+
+        def test_while_the_users_neovim_edits():
+            nvim = Path(os.environ["GEMINI_COMPANION_TESTS_REAL_HOME"], ".local", "state", "nvim")
+            (nvim / "swap" / "%home%u%notes.md.swp").write_text("")
+            (nvim / "shada").mkdir()
+            (nvim / "shada" / "main.shada").write_text("")
+        """,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+
+
 def test_tests_that_keep_to_their_own_folders_pass_the_guard(tmp_path: Path) -> None:
     result = _run_guarded(
         tmp_path,

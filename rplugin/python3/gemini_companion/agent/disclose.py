@@ -39,6 +39,28 @@ def _values(value: Any) -> list[str]:
     return []
 
 
+BOUNDS = frozenset(" \t\r\n\"'`()[]{}<>,;")
+"""What may stand beside a value shown inside a longer text: a value that only
+begins or ends another word (``/home/u/project`` inside ``/home/u/project/build``,
+``https://a.co`` inside ``https://a.com``) is not shown."""
+
+MAX_LOOKS = 64
+"""Places a value is looked at in the text at most (then it counts as not shown)."""
+
+
+def _shown(value: str, text: str) -> bool:
+    """``value`` stands in ``text`` as a whole word, not as a piece of another."""
+    at = text.find(value)
+    for _ in range(MAX_LOOKS):
+        if at < 0:
+            return False
+        end = at + len(value)
+        if (at == 0 or text[at - 1] in BOUNDS) and (end == len(text) or text[end] in BOUNDS):
+            return True
+        at = text.find(value, at + 1)
+    return False
+
+
 def disclosed(conf: Confirmation, arguments: Mapping[str, Any] | None) -> Confirmation:
     """``conf`` with each argument of :data:`KEYS` that it does not show already."""
     if not isinstance(arguments, Mapping):
@@ -51,7 +73,7 @@ def disclosed(conf: Confirmation, arguments: Mapping[str, Any] | None) -> Confir
         (key, value)
         for key in KEYS
         for value in _values(arguments.get(key))
-        if value and value not in text
+        if value and not _shown(value, text)
     ]
     if not inputs:
         return conf

@@ -135,6 +135,7 @@ def _fit(lines: list[str]) -> tuple[list[str], int]:
 def request_hidden(conf: Confirmation) -> int:
     """Characters of ``conf`` its block does not show (0: it is drawn whole)."""
     texts = [conf.title, conf.command, conf.directory, conf.file_path, conf.description]
+    texts.extend((conf.server, conf.tool))  # an MCP request draws both
     texts.extend(v for _, v in conf.inputs)
     texts.extend(o.id + o.name for o in conf.options)
     present = [t for t in texts if t]

@@ -230,6 +230,7 @@ class AgentSession:
         await self._run_turn(self.transport.prompt, prompt)
 
     async def command(self, name: str, args: str) -> None:
+        self._refuse_if_busy()  # a slash command is a turn like a prompt
         self.fold.prompt(f"/{name} {args}".rstrip(), [])
         await self._run_turn(self.transport.run_command, name, args)
 
