@@ -21,7 +21,8 @@ from typing import Any
 
 from .discovery import workspace_path_value
 from .editor import ERROR, INFO, Editor
-from .run import ServerRun, StartError, stopped_state
+from .run import ServerRun
+from .run_state import StartError, stopped_state
 from .start_options import StartOptions
 from .text import received_body
 from .tools.neovim import McpHttpServer

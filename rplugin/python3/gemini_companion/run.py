@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .agent_ide import AgentIde
@@ -33,6 +32,7 @@ from .early import new_token, terminal_env
 from .early import take as take_early
 from .editor import ERROR, WARN, Editor
 from .paths import PathPolicy
+from .run_state import SessionInfo, StartError, stopped_state
 from .server import CompanionServer, ServerOptions
 from .start_options import StartOptions
 from .tools import IDE_PATH, TOOLS_PATH
@@ -48,29 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class SessionInfo:
-    session_id: str
-    connected_at: float
-
-
-def stopped_state(workspace_path: str, error: str | None = None) -> dict[str, Any]:
-    state: dict[str, Any] = {
-        "running": False,
-        "env": {},
-        "sessions": [],
-        "workspace_path": workspace_path,
-    }
-    if error is not None:
-        state["error"] = error
-    return state
-
-
 Publish = Callable[["ServerRun | None", dict[str, Any]], None]
-
-
-class StartError(Exception):
-    """Why a start failed, as the user is told."""
 
 
 class ServerRun:
@@ -213,7 +191,7 @@ class ServerRun:
         if self._early_open is None:
             from .agent.acp.prespawn import EarlyOpen
 
-            env = lambda: {**self._env, **self.terminal_env()}  # noqa: E731
+            env = lambda: {**self._env, **self.agent_env()}  # noqa: E731
             self._early_open = EarlyOpen(self._agent_request, env)
         starts = self.agent is None or self.agent.session is None
         self._early_open.request(action, args, starts=starts and not self.closed.is_set())
