@@ -31,6 +31,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # first under pytest-xdist: each worker takes a module at a time (--dist loadfile),
 # and one of these started last would keep one worker busy after the other is done.
 LONGEST_FIRST = (
+    "test_agent_acp.py",  # a minute of it waits for the CLI's clock (handshake.py)
+    "test_agent_resume_words.py",  # the same wait
     "test_plugin.py",
     "test_agent_resume.py",
     "test_hardening.py",
