@@ -235,3 +235,46 @@ def test_a_slash_command_while_a_request_waits_is_refused_and_starts_no_turn(
         assert [r["call"] for r in received(log_file)] == ["start", "prompt"]
 
     asyncio.run(main())
+
+
+def test_a_cancel_is_the_turn_until_the_agents_turn_has_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel answered late by the agent (a loaded machine): the panel says idle
+    only once the agent's turn is over, and a prompt meanwhile waits for that
+    instead of reaching an agent still busy with the cancelled turn."""
+    from agent_fakes.scripted_transport import ScriptedTransport
+
+    log_file = tmp_path / "transport.jsonl"
+    monkeypatch.setenv("SCRIPTED_TRANSPORT_LOG", str(log_file))
+
+    class SlowCancel(ScriptedTransport):
+        go: asyncio.Event
+
+        async def cancel(self) -> None:
+            await super().cancel()
+            await self.go.wait()  # the agent's cancelled turn ends only now
+
+    async def main() -> None:
+        editor = FakeEditor()
+        context = TransportContext(workspace=str(tmp_path), env={}, editor=editor)
+        transport = SlowCancel(context)
+        transport.go = asyncio.Event()
+        session = AgentSession(transport, PanelView(editor), Recorder())
+        session.request("prompt", {"text": "edit"})
+        await drawn(session)
+        assert session.state()["state"] == "waiting"
+        session.request("cancel", {})
+        await drawn(session)
+        assert session.state()["state"] == "working"
+        assert session.state()["pending"] == []
+        session.request("prompt", {"text": "hi"})
+        await drawn(session)
+        assert any("still busy" in op.get("text", "") for op in editor.ops())
+        transport.go.set()
+        await drawn(session)
+        state = session.state()
+        assert (state["state"], state.get("detail")) == ("idle", "cancelled")
+        assert [r["call"] for r in received(log_file)] == ["start", "prompt", "cancel"]
+
+    asyncio.run(main())

@@ -305,15 +305,19 @@ class AgentSession:
     async def cancel(self) -> None:
         if not self.transport.connected:
             return
-        self.fold.cancel_pending()
-        await self.transport.cancel()
-        turn = self.conversation.activities() - {asyncio.current_task()}
-        if turn:
-            _, late = await asyncio.wait(turn, timeout=5)
-            for task in late:
-                task.cancel()
-            if late:
-                await asyncio.wait(late)
+        # The cancel is part of the turn until the agent's turn has ended: "idle"
+        # before that let a prompt reach an agent still busy with the last one.
+        async with self.conversation.activity():
+            self.fold.cancel_pending()
+            self.fold.settle()
+            await self.transport.cancel()
+            turn = self.conversation.activities() - {asyncio.current_task()}
+            if turn:
+                _, late = await asyncio.wait(turn, timeout=5)
+                for task in late:
+                    task.cancel()
+                if late:
+                    await asyncio.wait(late)
         self.conversation.error = None
         self.fold.settle("cancelled")
         self.notice("Cancelled.", "info")
