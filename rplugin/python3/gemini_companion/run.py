@@ -213,7 +213,7 @@ class ServerRun:
         if self._early_open is None:
             from .agent.acp.prespawn import EarlyOpen
 
-            env = lambda: {**self._env, **self.terminal_env()}  # noqa: E731
+            env = lambda: {**self._env, **self.agent_env()}  # noqa: E731
             self._early_open = EarlyOpen(self._agent_request, env)
         starts = self.agent is None or self.agent.session is None
         self._early_open.request(action, args, starts=starts and not self.closed.is_set())
