@@ -42,3 +42,19 @@ def test_the_agent_started_first_is_sent_initialize_once_and_answers(
     nvim.api.command("GeminiAgent again")
     wait_transcript(nvim, "echo: again")
     assert requests(log)[3:] == ["initialize", "session/new", "session/prompt"]
+
+
+def test_the_panel_talks_to_the_agent_started_first_none_other_is_started(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    # Each start of the agent's command leaves a line: the one started as the open
+    # came must be the one the transport adopts (same command, folder and
+    # environment, the agent's own IDE variables included), not one started again.
+    starts = tmp_path / "starts.txt"
+    cmd = ["sh", "-c", f'echo $$ >> "{starts}"; exec "$0" "$@"', sys.executable, str(FAKE_AGENT)]
+    nvim = nvim_factory(cwd=tmp_path, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}})
+    nvim.wait_running()
+    nvim.api.command("GeminiAgent hello")
+    wait_transcript(nvim, "echo: hello")
+    wait_agent(nvim, "the turn to end", lambda s: s["state"] == "idle")
+    assert len(starts.read_text().split()) == 1

@@ -202,8 +202,11 @@ function run(b, id, st, start, finish)
         fence = nil
       end
     elseif i <= folds and not (tail and tail.line.rel == rel) then
+      local added = marks.added
       fence = classifier.classify(b, row, rel, line)
-      marks.seal(b, row)
+      if marks.added ~= added then
+        marks.seal(b, row)
+      end
     else
       -- The line being classified as it grows: only what was appended.
       local ls = tail and tail.line

@@ -25,6 +25,9 @@ local CODE, LINK, BOLD, UBOLD, STRIKE, ITALIC, UITALIC =
   masks.CODE, masks.LINK, masks.BOLD, masks.UBOLD, masks.STRIKE, masks.ITALIC, masks.UITALIC
 local AUTO = masks.AUTO
 local STRONG = "@markup.strong.markdown_inline"
+--- The byte each pass after the code spans' starts from.
+local TRIGGER =
+  { [LINK] = "[", [AUTO] = "<", [BOLD] = "*", [UBOLD] = "_", [STRIKE] = "~", [ITALIC] = "*", [UITALIC] = "_" }
 
 -- The line ---------------------------------------------------------------------
 
@@ -84,17 +87,24 @@ function M.feed(I, s, eol)
     local fin = eol and limit > I.n
     if limit ~= I.seen[k] or fin ~= I.fin[k] then
       I.seen[k], I.fin[k] = limit, fin
-      local st = I.st[k] or state(I, k)
-      if k == LINK then
-        ranges.link(I, st, limit, fin)
-      elseif k == AUTO then
-        ranges.autolink(I, st, limit, fin)
-      elseif k == BOLD or k == STRIKE then
-        spans.double(I, st, k, limit, fin)
-      elseif k == UBOLD then
-        spans.ubold(I, st, k, limit, fin)
+      local st = I.st[k]
+      if not st and fin and not s:find(TRIGGER[k], I.F[k], true) then
+        -- The whole line, and nothing from here that the pass looks for (most
+        -- lines need few passes): it decides all of it, finding nothing.
+        I.F[k] = limit
       else
-        spans.single(I, st, k, limit, fin)
+        st = st or state(I, k)
+        if k == LINK then
+          ranges.link(I, st, limit, fin)
+        elseif k == AUTO then
+          ranges.autolink(I, st, limit, fin)
+        elseif k == BOLD or k == STRIKE then
+          spans.double(I, st, k, limit, fin)
+        elseif k == UBOLD then
+          spans.ubold(I, st, k, limit, fin)
+        else
+          spans.single(I, st, k, limit, fin)
+        end
       end
     end
   end

@@ -63,7 +63,7 @@ local function pack(line)
       line[i + 3]
     )
   end
-  return table.concat(out)
+  return out[2] and table.concat(out) or out[1] or ""
 end
 
 --- Call `f(col, end_col, group index, priority)` for each mark of a line.
