@@ -24,8 +24,8 @@ by the agent as it writes it), and prints each figure beside its target:
 - Neovim's resident memory growth from the panel's first answer to the end,
   against the transcript's size in bytes. Target: at most 3x.
 
-Switching to a long conversation: ``switch_ms`` is the hook, measured once the
-panel has conversations to switch between (it says so when it cannot).
+Switching to a long conversation: ``switch_ms``, from a short one (a new
+conversation) to the long one, 5 times, the slowest (bench/conversations.py).
 
 Run: .venv/bin/python bench/long_chat.py [--turns 50] [--size 5000000] [--stream 1000000]
 The load average is printed with the figures: on a busy machine they grow.
@@ -223,10 +223,15 @@ return out
 
 
 def switch_ms(nvim: Nvim) -> float | None:
-    """The hook for switching to a long conversation (issue 31 item 2): ms from the
-    switch to the screen drawn with its last line, or None while the panel has no
-    conversations to switch between. Fill in with the conversations' command."""
-    return None
+    """Switching to a long conversation (issue 31 item 2): the slowest of 5 switches
+    to it from a short one (bench/conversations.py's), ms from the switch to the
+    screen drawn with its last line."""
+    from conversations import new_conversation
+    from conversations import switch_ms as rounds
+
+    long_id = int(nvim.lua("return require('gemini_companion.agent').state().conversation"))
+    short_id = new_conversation(nvim)
+    return max(r["ms"] for r in rounds(nvim, (long_id, short_id), 10)[0::2])
 
 
 def ok(value: float, target: float) -> str:

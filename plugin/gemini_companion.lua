@@ -100,6 +100,22 @@ end, {
   desc = "Attach an image (PNG, JPEG, GIF, WebP; the clipboard's without a path) to the next prompt; ! drops them",
 })
 
+command("GeminiAgentNew", function()
+  require("gemini_companion.agent").new()
+end, { desc = "Start a new Gemini agent conversation; the current one goes on" })
+
+command("GeminiAgentSwitch", function(args)
+  require("gemini_companion.agent").switch(tonumber(args.args) or -1)
+end, {
+  nargs = 1,
+  complete = function()
+    return vim.tbl_map(function(c)
+      return tostring(c.id)
+    end, require("gemini_companion.agent").conversations())
+  end,
+  desc = "Show the Gemini agent conversation {id} in the panel",
+})
+
 command("GeminiAgentStop", function()
   require("gemini_companion.agent").stop()
 end, { desc = "Stop the Gemini agent (and the server the plugin started for it)" })

@@ -54,7 +54,7 @@ function M.render(opts)
   local agent = package.loaded["gemini_companion.agent.state"]
   local summary = agent and agent.summary() or ""
   if summary ~= "" then
-    local group = agent.current.state == "waiting" and "GeminiCompanionPending" or "GeminiCompanionConnected"
+    local group = agent.someone_waits() and "GeminiCompanionPending" or "GeminiCompanionConnected"
     parts[#parts + 1] = { group, summary, 3 }
   end
   local usage = agent and agent.usage_text() or ""

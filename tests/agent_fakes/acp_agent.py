@@ -16,6 +16,8 @@ The prompt's text says what to do:
 - ``ask-fail WORDS``: ask as ``ask`` does, then answer the prompt with a JSON-RPC
   error (``the model failed``) whatever the user said;
 - ``fail``: answer the prompt with that JSON-RPC error at once;
+- ``until PATH``: stream ``tick N`` chunks, one every 20 ms, until the file PATH
+  exists, then answer ``released`` (a turn that goes on while a test does more);
 - ``usage IN OUT``: answer ``counted``, the prompt's answer carrying
   ``_meta.quota`` as Gemini CLI 0.61.0 sends it (IN input and OUT output tokens);
 - anything else: the answer ``echo: <text>``.
@@ -25,7 +27,9 @@ to it as one JSON line (what the agent received, attachments included).
 
 Options (its command line): ``--ignore-sigterm``: SIGTERM is ignored and it
 lives on when its input closes (only a SIGKILL stops it, or its parent's end);
-``--pid-file PATH``: its pid is appended to PATH at start; ``--image``: its
+``--pid-file PATH``: its pid is appended to PATH at start; ``--session-log PATH``:
+each ``session/new`` and each prompt appends ``{"pid", "session", "text"?}`` as one
+JSON line to PATH (which sessions one process served); ``--image``: its
 ``initialize`` declares ``promptCapabilities.image`` (it takes image blocks).
 """
 
@@ -72,6 +76,14 @@ def _append(path: str, line: str) -> None:
         os.close(fd)
 
 
+def _log_session(session_id: str, text: str | None = None) -> None:
+    if "--session-log" in sys.argv:
+        entry: dict[str, Any] = {"pid": os.getpid(), "session": session_id}
+        if text is not None:
+            entry["text"] = text
+        _append(sys.argv[sys.argv.index("--session-log") + 1], json.dumps(entry) + "\n")
+
+
 class FakeAgent:
     def __init__(self) -> None:
         self._client: Any = None
@@ -90,7 +102,9 @@ class FakeAgent:
         )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
-        return schema.NewSessionResponse(session_id=str(uuid.uuid4()))
+        session_id = str(uuid.uuid4())
+        _log_session(session_id)
+        return schema.NewSessionResponse(session_id=session_id)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         return None
@@ -120,6 +134,7 @@ class FakeAgent:
         words = " ".join(getattr(p, "text", "") for p in prompt).split()
         command = words[0] if words else ""
         rest = " ".join(words[1:])
+        _log_session(session_id, " ".join(words))
         if command == "ask":
             allowed = await self._ask(session_id, rest)
             await self._say(session_id, ("allowed " if allowed else "rejected ") + rest)
@@ -136,6 +151,13 @@ class FakeAgent:
                 "model_usage": [{"model": "gemini-2.5-flash", "token_count": count}],
             }
             return schema.PromptResponse(stop_reason="end_turn", field_meta={"quota": quota})
+        elif command == "until":
+            tick = 0
+            while not await asyncio.to_thread(os.path.exists, rest):
+                tick += 1
+                _write_chunk(session_id, f"tick {tick}\n")
+                await asyncio.sleep(0.02)
+            await self._say(session_id, "released")
         elif command == "garbage":
             sys.stdout.buffer.write(b"Loaded cached credentials. (not JSON-RPC)\n")
             sys.stdout.buffer.flush()

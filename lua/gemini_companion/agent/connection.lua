@@ -3,7 +3,10 @@
 --- through host.lua, cancel and stop, and the title of the API's messages.
 local M = {}
 
-local connected = false
+---@return gemini_companion.AgentConversationSlot
+local function shown()
+  return require("gemini_companion.agent.conversations").current()
+end
 
 ---@return gemini_companion.AgentConfig
 function M.config()
@@ -38,52 +41,68 @@ function M.ensure(opts)
   if not host.channel then
     return false
   end
-  if not connected or require("gemini_companion.agent.state").current.state == "stopped" then
+  local c = shown()
+  if not c.opened or c.state.state == "stopped" then
+    if c.opened and (c.retired or c.started) then
+      -- Its agent session is over: a new one, under a new id (conversations.lua).
+      require("gemini_companion.agent.conversations").renumber(c)
+    end
     local cfg = M.config()
     host.agent("open", {
+      conversation = c.id,
       protocol = cfg.protocol,
       a2a = cfg.a2a,
       acp = vim.tbl_extend("force", cfg.acp, { sessions_file = M.sessions_file() }),
       workspace = vim.fn.getcwd(),
     })
-    connected = true
+    c.opened = true
   end
   return true
 end
 
---- The agent session was asked for (by the panel, a request or agent.prestart).
+--- The agent session of some conversation was asked for (by the panel, a request
+--- or agent.prestart).
 ---@return boolean
 function M.opened()
-  return connected
+  for _, c in ipairs(require("gemini_companion.agent.conversations").all()) do
+    if c.opened then
+      return true
+    end
+  end
+  return false
 end
 
+--- A request for the shown conversation.
 ---@param action string
 ---@param args? table
 function M.request(action, args)
   if M.ensure() then
-    require("gemini_companion.host").agent(action, args or vim.empty_dict())
+    local sent = vim.tbl_extend("force", args or {}, { conversation = shown().id })
+    require("gemini_companion.host").agent(action, sent)
   end
 end
 
---- Cancel the agent's running prompt.
+--- Cancel the shown conversation's running prompt.
 function M.cancel()
-  if connected then
-    require("gemini_companion.host").agent("cancel", vim.empty_dict())
+  local c = shown()
+  if c.opened then
+    require("gemini_companion.host").agent("cancel", { conversation = c.id })
   end
 end
 
---- Stop the agent (and the server the plugin started for it).
+--- Stop the agent (and the server the plugin started for it): every
+--- conversation's turn; they stay listed, not live.
 function M.stop()
-  if connected then
+  if M.opened() then
     require("gemini_companion.host").agent("stop", vim.empty_dict())
-    connected = false
-    require("gemini_companion.agent.state")._update({ state = "stopped", pending = {}, commands = {} })
+    require("gemini_companion.agent.conversations").stop_all()
+    require("gemini_companion.agent.state")._update(shown().state)
   end
 end
 
 --- Forget the session (the Python side stopped it).
 function M.reset()
-  connected = false
+  require("gemini_companion.agent.conversations").forget()
 end
 
 return M

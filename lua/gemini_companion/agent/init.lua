@@ -70,12 +70,40 @@ function M.split_command(text)
   return require("gemini_companion.agent.prompt").split_command(text)
 end
 
---- Cancel the agent's running prompt.
+--- Start a new conversation (:GeminiAgentNew) and show it; the others go on
+--- (their turns, their pending requests). Over ACP it is a new session of the
+--- same agent process, over A2A a task of its own.
+---@return integer id
+function M.new()
+  local id = require("gemini_companion.agent.conversations").new()
+  local connection = require("gemini_companion.agent.connection")
+  if connection.opened() or require("gemini_companion.agent.panel").visible() then
+    connection.ensure()
+  end
+  return id
+end
+
+--- Show conversation `id` in the panel (its transcript, its draft, its history).
+---@param id integer
+---@return boolean ok false when there is no such conversation (a message says so)
+function M.switch(id)
+  return require("gemini_companion.agent.conversations").switch(tonumber(id) or -1)
+end
+
+--- The conversations, newest first: `{ id, title, session_id, state, live }`
+--- (title: the first prompt's first line).
+---@return gemini_companion.AgentConversation[]
+function M.conversations()
+  return require("gemini_companion.agent.conversations").list()
+end
+
+--- Cancel the shown conversation's running prompt.
 function M.cancel()
   require("gemini_companion.agent.connection").cancel()
 end
 
---- Stop the agent (and the server the plugin started for it).
+--- Stop the agent (and the server the plugin started for it): every
+--- conversation's turn; the conversations stay listed, not live.
 function M.stop()
   require("gemini_companion.agent.connection").stop()
 end
@@ -95,8 +123,8 @@ function M.reject(option, call_id)
   require("gemini_companion.agent.answers").reject(option, call_id)
 end
 
---- The agent's state: protocol, dialect, task/context or session ids, state,
---- pending confirmations and slash commands.
+--- The shown conversation's state (`conversation`: its id): protocol, dialect,
+--- task/context or session ids, state, pending confirmations and slash commands.
 ---@return gemini_companion.AgentState
 function M.state()
   local s = vim.deepcopy(require("gemini_companion.agent.state").current)
@@ -104,10 +132,11 @@ function M.state()
   return s
 end
 
---- The transcript's lines.
+--- The transcript's lines of conversation `id` (default: the one shown).
+---@param id? integer
 ---@return string[]
-function M.transcript()
-  return require("gemini_companion.agent.transcript").lines()
+function M.transcript(id)
+  return require("gemini_companion.agent.transcript").lines(id)
 end
 
 --- :GeminiAgent [text] (with a range: the lines go with the prompt, embedded).

@@ -57,10 +57,12 @@ local clear -- defined below, with M.reset
 ---@type boolean the transcript is highlighted here (`agent.markdown` true)
 local enabled = false
 
---- Forget every block (a new transcript buffer).
-function M.reset()
+--- Forget every block, and the marks of buffer `b` (read again:
+--- transcript_persist.lua), or of every buffer without it.
+---@param b? integer
+function M.reset(b)
   states = {}
-  require("gemini_companion.agent.markdown_marks").reset()
+  require("gemini_companion.agent.markdown_marks").reset(b)
 end
 
 --- Forget the marks of rows `first`..`last` - 1: the fences' (extmarks in `M.ns`)
@@ -109,9 +111,9 @@ end
 --- markview.nvim parse it themselves when `gemini_agent` is in their file types.
 ---@param b integer
 function M.start(b)
-  M.reset()
+  -- Block ids are unique in the Neovim session: the other buffers' states stay.
+  require("gemini_companion.agent.markdown_marks").reset(b)
   require("gemini_companion.agent.markdown_marks").draw(b)
-  require("gemini_companion.agent.markdown_code").reset()
   pcall(vim.treesitter.language.register, "markdown", "gemini_agent")
   local config = require("gemini_companion.config").get()
   local markdown = config and config.agent and config.agent.markdown

@@ -16,8 +16,17 @@ M.ns = api.nvim_create_namespace("gemini_companion_agent_code")
 --- A queued fence: an extmark over its body, its info string in `queued`.
 local queue_ns = api.nvim_create_namespace("gemini_companion_agent_code_queue")
 
----@type table<integer, string> queued fence's mark id -> its info string
+---@type table<integer, string> queued fence's key (`key`) -> its info string
 local queued = {}
+
+--- A queued fence's key: its buffer and its mark's id (each buffer numbers its
+--- marks: one transcript buffer per conversation).
+---@param b integer
+---@param id integer
+---@return integer
+local function key(b, id)
+  return b * 4294967296 + id
+end
 
 ---@type table<string, string|false>
 local langs = {}
@@ -116,7 +125,7 @@ function M.clear(b, first, last)
     return
   end
   for _, m in ipairs(api.nvim_buf_get_extmarks(b, queue_ns, { first, 0 }, { last - 1, -1 }, {})) do
-    queued[m[1]] = nil
+    queued[key(b, m[1])] = nil
     api.nvim_buf_del_extmark(b, queue_ns, m[1])
   end
 end
@@ -131,7 +140,7 @@ function M.queue(b, first, last, info)
   M.clear(b, first, last)
   if last > first and lang_of(info) then
     local id = api.nvim_buf_set_extmark(b, queue_ns, first, 0, { end_row = last, end_col = 0 })
-    queued[id] = info
+    queued[key(b, id)] = info
   end
 end
 
@@ -142,8 +151,8 @@ end
 local function light(b, top, bot)
   local found = api.nvim_buf_get_extmarks(b, queue_ns, { top, 0 }, { bot, -1 }, { overlap = true, details = true })
   for _, m in ipairs(found) do
-    local info = queued[m[1]]
-    queued[m[1]] = nil
+    local info = queued[key(b, m[1])]
+    queued[key(b, m[1])] = nil
     api.nvim_buf_del_extmark(b, queue_ns, m[1])
     if info then
       highlight(b, m[2], m[4].end_row, info)

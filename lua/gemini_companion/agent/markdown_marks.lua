@@ -17,10 +17,30 @@ M.ns = api.nvim_create_namespace("gemini_companion_agent_markdown")
 local rows_ns = api.nvim_create_namespace("gemini_companion_agent_markdown_rows")
 
 ---@type table<integer, number[]|string> row mark id -> col, end_col (-1: the line's
---- end), group index, priority, ...; packed (`pack`) once the line is whole
+--- end), group index, priority, ...; packed (`pack`) once the line is whole: of
+--- the buffer in use (`use`)
 local lines = {}
----@type table<integer, true> the row marks whose marks are a table
+---@type table<integer, true> the row marks whose marks are a table (buffer in use)
 local growing = {}
+---@type table<integer, { lines: table<integer, number[]|string>, growing: table<integer, true> }>
+--- each transcript buffer's (one per conversation: each numbers its marks)
+local by_buf = {}
+---@type integer? the buffer in use
+local in_use = nil
+
+--- Work on the marks of buffer `b`.
+---@param b integer
+local function use(b)
+  if in_use == b then
+    return
+  end
+  local t = by_buf[b]
+  if not t then
+    t = { lines = {}, growing = {} }
+    by_buf[b] = t
+  end
+  lines, growing, in_use = t.lines, t.growing, b
+end
 --- Marks added since start-up (tests compare it with the marks there are).
 M.added = 0
 ---@type string[] group index -> name
@@ -94,6 +114,7 @@ local fresh = nil
 ---@param create boolean
 ---@return number[]?
 local function line_of(b, row, create)
+  use(b)
   local tick = api.nvim_buf_get_changedtick(b)
   if not (last_b == b and last_tick == tick and last_row == row and lines[last_id]) then
     local found = {}
@@ -139,6 +160,7 @@ end
 ---@param b integer
 ---@param row integer
 function M.seal(b, row)
+  use(b)
   if next(growing) == nil then
     return
   end
@@ -178,6 +200,7 @@ function M.clear(b, first, last)
   if last ~= -1 and last <= first then
     return
   end
+  use(b)
   local to = last == -1 and { -1, -1 } or { last - 1, -1 }
   for _, m in ipairs(api.nvim_buf_get_extmarks(b, rows_ns, { first, 0 }, to, {})) do
     lines[m[1]], growing[m[1]] = nil, nil
@@ -187,9 +210,16 @@ function M.clear(b, first, last)
   fresh = { b, api.nvim_buf_get_changedtick(b), first, last == -1 and math.huge or last }
 end
 
---- Forget every mark (a new transcript buffer).
-function M.reset()
-  lines, growing, last_b, fresh = {}, {}, nil, nil
+--- Forget every mark of buffer `b` (a new transcript buffer, or one read again),
+--- or without `b` of every buffer.
+---@param b? integer
+function M.reset(b)
+  if b then
+    by_buf[b] = nil
+  else
+    by_buf = {}
+  end
+  lines, growing, in_use, last_b, fresh = {}, {}, nil, nil, nil
 end
 
 --- The marks of rows `first`..`last` - 1, as extmarks would give them:
@@ -199,6 +229,7 @@ end
 ---@param last integer
 ---@return table[]
 function M.get(b, first, last)
+  use(b)
   local out = {}
   local to = last == -1 and { -1, -1 } or { last - 1, -1 }
   for _, m in ipairs(api.nvim_buf_get_extmarks(b, rows_ns, { first, 0 }, to, {})) do
@@ -214,8 +245,8 @@ function M.get(b, first, last)
   return out
 end
 
----@type integer? the buffer drawn
-local drawn = nil
+---@type table<integer, true> the buffers drawn
+local drawn = {}
 local ephemeral = { end_col = 0, hl_group = 0, priority = 0, ephemeral = true }
 local to_end = { end_row = 0, end_col = 0, hl_group = 0, priority = 0, ephemeral = true }
 
@@ -223,16 +254,17 @@ local to_end = { end_row = 0, end_col = 0, hl_group = 0, priority = 0, ephemeral
 --- transcript): all of them when the window is drawn, not line by line.
 ---@param b integer
 function M.draw(b)
-  local first = drawn == nil
-  drawn = b
+  local first = next(drawn) == nil
+  drawn[b] = true
   if not first then
     return
   end
   api.nvim_set_decoration_provider(M.ns, {
     on_win = function(_, _, wb, top, bot)
-      if wb ~= drawn then
+      if not drawn[wb] then
         return false
       end
+      use(wb)
       for _, m in ipairs(api.nvim_buf_get_extmarks(wb, rows_ns, { top, 0 }, { bot, -1 }, {})) do
         local row = m[2]
         each(lines[m[1]] or {}, function(col, finish, g, priority)

@@ -7,12 +7,6 @@ local api = vim.api
 
 ---@type integer?
 local prompt_buf = nil
----@type string[] sent prompts, oldest first
-local history = {}
----@type integer? position while browsing the history
-local history_pos = nil
----@type string? the unsent text kept while browsing the history
-local history_draft = nil
 
 ---@return gemini_companion.AgentConfig
 local function config()
@@ -25,12 +19,6 @@ local function buffer_text(buf)
   return table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
 end
 
----@param text string
-local function set_prompt(text)
-  local buf = M.prompt_buffer()
-  api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
-end
-
 --- Send what the prompt buffer holds; it is kept (and a warning shown) when the
 --- agent cannot take it now.
 function M.submit()
@@ -39,44 +27,31 @@ function M.submit()
   if text == "" then
     return
   end
-  local agent = require("gemini_companion.agent")
-  if history[#history] ~= text then
-    history[#history + 1] = text
-  end
-  history_pos, history_draft = nil, nil
-  if agent.submit(text) then
+  require("gemini_companion.agent.prompt_history").add(text)
+  if require("gemini_companion.agent").submit(text) then
     api.nvim_buf_set_lines(buf, 0, -1, false, {})
   end
 end
 
 ---@param step integer -1 older, 1 newer
 function M.history(step)
-  if #history == 0 then
-    return
-  end
-  if history_pos == nil then
-    if step > 0 then
-      return
-    end
-    history_draft = buffer_text(M.prompt_buffer())
-    history_pos = #history
-  else
-    history_pos = history_pos + step
-  end
-  if history_pos < 1 then
-    history_pos = 1
-  end
-  if history_pos > #history then
-    history_pos = nil
-    set_prompt(history_draft or "")
-    return
-  end
-  set_prompt(history[history_pos])
+  require("gemini_companion.agent.prompt_history").step(M.prompt_buffer(), step)
 end
 
+--- The shown conversation's prompt history, oldest first.
 ---@return string[]
 function M.history_entries()
-  return vim.deepcopy(history)
+  return require("gemini_companion.agent.prompt_history").entries()
+end
+
+--- The prompt's text, taken out (another conversation is shown: it is that
+--- conversation's draft).
+---@return string[]
+function M.take_draft()
+  local buf = M.prompt_buffer()
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  api.nvim_buf_set_lines(buf, 0, -1, false, {})
+  return lines
 end
 
 --- The panel's keys as `?` lists them: { lhs, mode, description }.
@@ -222,11 +197,12 @@ end
 ---@return integer? transcript_win, integer? prompt_win
 function M.windows(tab)
   local t, p
-  local tbuf = transcript_buffer()
+  local transcript = require("gemini_companion.agent.transcript")
+  transcript_buffer()
   local pbuf = M.prompt_buffer()
   for _, win in ipairs(api.nvim_tabpage_list_wins(tab or api.nvim_get_current_tabpage())) do
     local b = api.nvim_win_get_buf(win)
-    if b == tbuf then
+    if transcript.is_transcript(b) then
       t = t or win
     elseif b == pbuf then
       p = p or win
@@ -387,6 +363,26 @@ function M.toggle()
     M.close()
   else
     M.open()
+  end
+end
+
+--- Show the conversation now current (conversations.lua): its transcript in the
+--- panel's transcript windows of every tab, `draft` in the prompt.
+---@param draft? string[]
+function M.show_conversation(draft)
+  require("gemini_companion.agent.prompt_history").stop_browsing()
+  local tbuf = transcript_buffer()
+  for _, tab in ipairs(api.nvim_list_tabpages()) do
+    local twin = M.windows(tab)
+    if twin and api.nvim_win_get_buf(twin) ~= tbuf then
+      api.nvim_win_set_buf(twin, tbuf)
+      transcript_window_options(twin)
+      pcall(api.nvim_win_set_cursor, twin, { api.nvim_buf_line_count(tbuf), 0 })
+      require("gemini_companion.agent.renderers").refresh(tbuf)
+    end
+  end
+  if draft and #draft > 0 then
+    api.nvim_buf_set_lines(M.prompt_buffer(), 0, -1, false, draft)
   end
 end
 

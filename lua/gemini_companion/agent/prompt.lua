@@ -37,6 +37,8 @@ function M.submit(text, opts)
     )
     return false
   end
+  local conversations = require("gemini_companion.agent.conversations")
+  conversations.sent(conversations.current(), text)
   local command = text:match("^/(.*)$")
   if command then
     local name, args = M.split_command(vim.trim(command))

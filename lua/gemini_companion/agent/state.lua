@@ -1,21 +1,45 @@
 --- The agent's state as last published by the Python side (agent/session.py), and
 --- the `User GeminiAgentUpdate` event. Read by the API, the panel, completion and
---- the statusline without a round trip to Python.
+--- the statusline without a round trip to Python. `current` is the shown
+--- conversation's; each conversation keeps its own (conversations.lua).
 local M = {}
 
 ---@type gemini_companion.AgentState
 M.current = { state = "stopped", pending = {}, commands = {} }
 
---- Called by transcript.lua for each state the Python side publishes (it sends one
---- only when something changed).
 ---@param state gemini_companion.AgentState
-function M._update(state)
-  state.pending = state.pending or {}
-  state.commands = state.commands or {}
-  M.current = state
+local function announce(state)
   M.set_status_lines()
   vim.api.nvim_exec_autocmds("User", { pattern = "GeminiAgentUpdate", modeline = false, data = state })
   vim.cmd.redrawstatus({ bang = true })
+end
+
+--- Called by transcript.lua for each state the Python side publishes (it sends one
+--- only when something changed) for conversation `c` (default: the shown one).
+---@param state gemini_companion.AgentState
+---@param c? gemini_companion.AgentConversationSlot
+function M._update(state, c)
+  local conversations = require("gemini_companion.agent.conversations")
+  local shown = conversations.current()
+  c = c or shown
+  state.pending = state.pending or {}
+  state.commands = state.commands or {}
+  state.conversation = state.conversation or c.id
+  c.state = state
+  if state.state ~= "stopped" then
+    c.started = true
+  end
+  if c == shown then
+    M.current = state
+  end
+  announce(state)
+end
+
+--- The panel shows another conversation: its state is the current one.
+---@param state gemini_companion.AgentState
+function M._shown(state)
+  M.current = state
+  announce(state)
 end
 
 ---@type table<integer, true> the transcript windows the panel opened
@@ -121,9 +145,9 @@ function M.usage_text()
   return ("tokens: %s in, %s out"):format(thousands(total.input_tokens), thousands(total.output_tokens))
 end
 
---- Short text for statuslines: "" when the agent is stopped or idle.
+--- What the shown conversation does, for `summary()`.
 ---@return string
-function M.summary()
+local function shown_summary()
   local s = M.current
   if s.state == "working" or s.state == "starting" then
     return "agent: " .. s.state
@@ -134,6 +158,31 @@ function M.summary()
     return "agent: error"
   end
   return ""
+end
+
+--- Short text for statuslines: "" when the agent is stopped or idle; the other
+--- conversations that wait for the user are named ("agent: #2 waits for you").
+---@return string
+function M.summary()
+  local text = shown_summary()
+  local others = package.loaded["gemini_companion.agent.conversations"]
+  local waiting = others and others.waiting_others() or {}
+  if #waiting == 0 then
+    return text
+  end
+  local ids = {}
+  for _, c in ipairs(waiting) do
+    ids[#ids + 1] = "#" .. c.id
+  end
+  local wait = table.concat(ids, ", ") .. (#ids == 1 and " waits for you" or " wait for you")
+  return text == "" and ("agent: " .. wait) or (text .. "; " .. wait)
+end
+
+--- Some conversation waits for the user (the statusline's pending colour).
+---@return boolean
+function M.someone_waits()
+  local others = package.loaded["gemini_companion.agent.conversations"]
+  return M.current.state == "waiting" or (others ~= nil and #others.waiting_others() > 0)
 end
 
 return M

@@ -1,6 +1,7 @@
---- The transcript buffer (filetype `gemini_agent`): read-only, markdown, and
---- drawn only here, from the batches of operations the Python side sends
---- (agent/view.py documents them). A block is a range of lines starting at an
+--- The transcript buffers (filetype `gemini_agent`), one per conversation
+--- (conversations.lua): read-only, markdown, and drawn only here, from the
+--- batches of operations the Python side sends (agent/view.py documents them;
+--- each names its conversation). A block is a range of lines starting at an
 --- extmark; a tool block is replaced whole on each update, text blocks grow at the
 --- end. The buffer outlives its windows, so reopening the panel shows it again.
 ---
@@ -15,12 +16,42 @@ local M = {}
 local api = vim.api
 local windows = require("gemini_companion.agent.transcript_windows")
 local blk = require("gemini_companion.agent.transcript_blocks")
-local blocks, order = blk.blocks, blk.order
 
----@type integer?
-local buf = nil
+---@type table<integer, integer> conversation id -> its transcript buffer
+local bufs = {}
+---@type table<integer, gemini_companion.AgentBlocks> buffer -> its blocks
+local tables = {}
 
 local NAME = "gemini-agent://transcript"
+
+--- Work on the blocks of buffer `b` (transcript_blocks.lua holds one table at a time).
+---@param b integer
+local function use(b)
+  local t = tables[b]
+  if not t then
+    t = blk.new()
+    tables[b] = t
+  end
+  blk.use(t)
+end
+
+---@param id? integer a conversation (default: the one shown)
+---@return integer
+local function conversation_id(id)
+  return id or require("gemini_companion.agent.conversations").current().id
+end
+
+--- The buffer of block `id`, with its table in use, or nil.
+---@param id integer
+---@return integer?
+local function owner(id)
+  for b, t in pairs(tables) do
+    if t.blocks[id] and api.nvim_buf_is_valid(b) then
+      blk.use(t)
+      return b
+    end
+  end
+end
 
 --- 'modifiable' is set only while the buffer is written, and reset when the
 --- buffer is entered, when a batch ends with it current, and when a turn ends:
@@ -40,20 +71,28 @@ local function read_only(b)
   end
 end
 
---- The transcript buffer, created on first use.
+--- Conversation `id`'s transcript buffer (default: the one shown), created on
+--- first use, with its blocks' table in use.
+---@param id? integer
 ---@return integer
-function M.buffer()
+function M.buffer(id)
+  id = conversation_id(id)
+  local buf = bufs[id]
   if buf and api.nvim_buf_is_valid(buf) then
     if not api.nvim_buf_is_loaded(buf) then
       vim.fn.bufload(buf) -- unloaded by the user (`:bunload`): drawn again
     end
+    use(buf)
     return buf
   end
   buf = api.nvim_create_buf(false, true)
+  bufs[id] = buf
+  use(buf)
   blk.reset()
   local persist = require("gemini_companion.agent.transcript_persist")
-  persist.reset()
-  api.nvim_buf_set_name(buf, NAME)
+  persist.reset(buf)
+  local named = vim.fn.bufexists(NAME) == 1 and (NAME .. "/" .. id) or NAME
+  api.nvim_buf_set_name(buf, named)
   local bo = vim.bo[buf]
   bo.buftype = "nofile"
   bo.bufhidden = "hide"
@@ -62,8 +101,12 @@ function M.buffer()
   bo.modifiable = false
   bo.filetype = "gemini_agent"
   require("gemini_companion.highlights").define()
-  require("gemini_companion.agent.transcript_decor").start(function()
-    return buf
+  require("gemini_companion.agent.transcript_decor").start(function(b)
+    if tables[b] then
+      use(b)
+      return true
+    end
+    return false
   end)
   api.nvim_create_autocmd("BufWinEnter", {
     buffer = buf,
@@ -82,12 +125,14 @@ function M.buffer()
   api.nvim_create_autocmd("BufUnload", {
     buffer = buf,
     callback = function(args)
+      use(args.buf)
       persist.save(args.buf)
     end,
   })
   api.nvim_create_autocmd("BufReadCmd", {
     buffer = buf,
     callback = function(args)
+      use(args.buf)
       persist.restore(args.buf, writable, read_only)
     end,
   })
@@ -95,13 +140,28 @@ function M.buffer()
   return buf
 end
 
+--- Whether `b` is a conversation's transcript buffer.
+---@param b integer
+---@return boolean
+function M.is_transcript(b)
+  return tables[b] ~= nil
+end
+
+--- Conversation `old` is now `new` (conversations.lua renumbered it): same buffer.
+---@param old integer
+---@param new integer
+function M._renumbered(old, new)
+  bufs[new], bufs[old] = bufs[old], nil
+end
+
 --- The rows of block `id` (first, and last exclusive), or nil when it is gone
 --- (agent/markdown.lua, which classifies a big batch in slices).
 ---@param id integer
 ---@return integer? start, integer? finish
 function M._range(id)
-  if blocks[id] and buf and api.nvim_buf_is_valid(buf) then
-    return blk.range(buf, id)
+  local b = owner(id)
+  if b then
+    return blk.range(b, id)
   end
 end
 
@@ -110,7 +170,7 @@ end
 ---@param id integer
 ---@return table<integer, boolean>?
 local function fold_states(b, id)
-  local first = blocks[id] and blk.thought_rows(b, id)
+  local first = blk.blocks[id] and blk.thought_rows(b, id)
   return first and windows.fold_states(b, first)
 end
 
@@ -129,12 +189,16 @@ end
 --- 'foldmethod' the panel just set to manual); the window's other folds go.
 ---@param win integer
 function M.fold_window(win)
-  local b = buf
-  if not b or not api.nvim_win_is_valid(win) or api.nvim_win_get_buf(win) ~= b then
+  if not api.nvim_win_is_valid(win) then
     return
   end
+  local b = api.nvim_win_get_buf(win)
+  if not tables[b] then
+    return
+  end
+  use(b)
   local rows = {}
-  for _, id in ipairs(order) do
+  for _, id in ipairs(blk.order) do
     local first, last = blk.thought_rows(b, id)
     if first then
       rows[#rows + 1] = { first, last }
@@ -146,6 +210,7 @@ end
 --- The last block is over (a block follows it, or the turn ended).
 ---@param b integer
 local function finish_last(b)
+  local order = blk.order
   local id = order[#order]
   if id then
     local start, finish = blk.range(b, id)
@@ -163,6 +228,7 @@ local function draw_op(b, op)
   local md = markdown or require("gemini_companion.agent.markdown")
   markdown = md
   local id = op.id
+  local blocks = blk.blocks
   local states = fold_states(b, id)
   if op.op == "block" then
     if not blocks[id] then
@@ -181,39 +247,32 @@ local function draw_op(b, op)
 end
 
 local levels = { info = vim.log.levels.INFO, warning = vim.log.levels.WARN, error = vim.log.levels.ERROR }
----@type integer?, integer? the newest conversation drawn, and the host's channel
---- that sent it (a host started again numbers its conversations from 1 again)
-local newest, newest_host = nil, nil
-
---- A batch of a conversation older than the newest drawn (one stopped, whose
---- agent is still ending): dropped whole. A batch that names no conversation
---- (the tests') is never stale.
+--- The conversation a batch draws into: the one it names (the shown one when it
+--- names none: the tests'), and whether the batch is stale: of a session stopped
+--- and replaced since (conversations.lua), whose agent is still ending. A stale
+--- batch's lines are drawn (the stopped session draws nothing after its last
+--- notice), its state never.
 ---@param ops table[]
----@return boolean
-local function stale(ops)
+---@return gemini_companion.AgentConversationSlot c, boolean stale
+local function target(ops)
+  local conversations = require("gemini_companion.agent.conversations")
   local first = ops[1]
   if not (first and first.op == "conversation") then
-    return false
+    return conversations.current(), false
   end
-  local host = require("gemini_companion.host").channel
-  if newest_host ~= host then
-    newest, newest_host = nil, host
+  local old = conversations.retired(first.id)
+  if old then
+    return old, true
   end
-  if newest and first.id < newest then
-    return true
-  end
-  newest = first.id
-  return false
+  return conversations.get(first.id) or conversations.current(), false
 end
 
 --- Draw one batch (agent/view.py, through host.lua's agent_draw). Each op is
 --- drawn on its own: one that fails is shown as failed and the others still draw.
 ---@param ops table[]
 function M._apply(ops)
-  if stale(ops) then
-    return
-  end
-  local b = M.buffer()
+  local c, stale = target(ops)
+  local b = M.buffer(c.id)
   windows.note_following(b)
   local changed = false
   local messages = require("gemini_companion.agent.messages")
@@ -240,13 +299,15 @@ function M._apply(ops)
     require("gemini_companion.agent.renderers").changed(b)
   end
   for _, op in ipairs(ops) do
-    if op.op == "state" then
+    if op.op == "state" and stale then
+      read_only(b) -- a stopped session's: the conversation's state is the new one's
+    elseif op.op == "state" then
       if op.state and op.state.state ~= "working" then
         read_only(b)
         pcall(finish_last, b)
         windows.follow_now(b)
       end
-      require("gemini_companion.agent.state")._update(op.state)
+      require("gemini_companion.agent.state")._update(op.state, c)
     elseif op.op == "notify" then
       pcall(messages.post, op.text, levels[op.level] or vim.log.levels.INFO)
     elseif op.op == "checktime" then
@@ -262,6 +323,7 @@ end
 ---@param pending gemini_companion.AgentPending[]
 ---@return gemini_companion.AgentPending?
 function M.first_shown(pending)
+  M.buffer()
   for _, p in ipairs(pending) do
     if blk.shows(p.id) then
       return p
@@ -273,13 +335,16 @@ end
 ---@param call_id string
 ---@return boolean
 function M.shows(call_id)
+  M.buffer()
   return blk.shows(call_id)
 end
 
---- The transcript's lines (for tests and for `:w` to a file by the user).
+--- The transcript's lines (for tests and for `:w` to a file by the user) of
+--- conversation `id` (default: the one shown).
+---@param id? integer
 ---@return string[]
-function M.lines()
-  return api.nvim_buf_get_lines(M.buffer(), 0, -1, false)
+function M.lines(id)
+  return api.nvim_buf_get_lines(M.buffer(id), 0, -1, false)
 end
 
 return M

@@ -10,19 +10,41 @@ local api = vim.api
 M.ns = api.nvim_create_namespace("gemini_companion_agent_blocks")
 local ns = M.ns
 
----@type integer[] block ids in transcript order
-M.order = {}
----@type table<integer, { mark: integer, index: integer, kind: string, pending?: string }>
-M.blocks = {}
----@type table<string, integer> call id -> the block that shows its confirmation
-local shown = {}
-local order, blocks = M.order, M.blocks
+---@class gemini_companion.AgentBlocks one transcript buffer's blocks
+---@field order integer[] block ids in transcript order
+---@field blocks table<integer, { mark: integer, index: integer, kind: string, pending?: string }>
+---@field shown table<string, integer> call id -> the block that shows its confirmation
+---@field tail_tick? integer the buffer's changedtick after the last append
+---@field tail_len integer the length of its last line then (bytes)
 
----@type integer?, integer the buffer's changedtick after the last append, and
---- the length of its last line then (bytes)
+--- A new, empty table of blocks (one per transcript buffer: one per conversation).
+---@return gemini_companion.AgentBlocks
+function M.new()
+  return { order = {}, blocks = {}, shown = {}, tail_tick = nil, tail_len = 0 }
+end
+
+---@type gemini_companion.AgentBlocks the table in use (`M.use`)
+local st = M.new()
+-- The table in use's fields, read on every op.
+M.order = st.order
+M.blocks = st.blocks
+local order, blocks, shown = st.order, st.blocks, st.shown
 local tail_tick, tail_len = nil, 0
 
---- Forget every block (a new buffer).
+--- Work on the blocks of `other` (the buffer about to be drawn or read).
+---@param other gemini_companion.AgentBlocks
+function M.use(other)
+  if other == st then
+    return
+  end
+  st.tail_tick, st.tail_len = tail_tick, tail_len
+  st = other
+  order, blocks, shown = st.order, st.blocks, st.shown
+  tail_tick, tail_len = st.tail_tick, st.tail_len
+  M.order, M.blocks = order, blocks
+end
+
+--- Forget every block of the table in use (a new buffer).
 function M.reset()
   for k in pairs(order) do
     order[k] = nil
@@ -30,7 +52,9 @@ function M.reset()
   for k in pairs(blocks) do
     blocks[k] = nil
   end
-  shown = {}
+  for k in pairs(shown) do
+    shown[k] = nil
+  end
   tail_tick, tail_len = nil, 0
 end
 

@@ -51,9 +51,10 @@ end
 
 local provider_set = false
 
---- Highlight the transcript buffer that `current()` returns, from now on.
----@param current fun(): integer?
-function M.start(current)
+--- Highlight the transcript buffers from now on: `take(b)` tells whether `b` is
+--- one, and puts its blocks' table in use.
+---@param take fun(b: integer): boolean
+function M.start(take)
   if provider_set then
     return
   end
@@ -61,10 +62,10 @@ function M.start(current)
   local blocks = require("gemini_companion.agent.transcript_blocks")
   api.nvim_set_decoration_provider(hl_ns, {
     on_win = function(_, _, b, top, bot)
-      local order = blocks.order
-      if b ~= current() or #order == 0 then
+      if not take(b) or #blocks.order == 0 then
         return false
       end
+      local order = blocks.order
       require("gemini_companion.agent.markdown_code").on_win(b, top, bot)
       on_screen = {}
       local own = false

@@ -6,13 +6,15 @@ local M = {}
 
 local api = vim.api
 
----@type { buf: integer, lines: string[], starts: integer[] }? the transcript and
---- its blocks' first rows when Neovim unloaded the buffer, until it reads it again
-local saved = nil
+---@type table<integer, { lines: string[], starts: integer[] }> by buffer: the
+--- transcript and its blocks' first rows when Neovim unloaded it, until it reads
+--- it again
+local saved = {}
 
---- Forget what was saved (a new buffer).
-function M.reset()
-  saved = nil
+--- Forget what was saved of buffer `b` (a new buffer).
+---@param b integer
+function M.reset(b)
+  saved[b] = nil
 end
 
 ---@param b integer
@@ -22,7 +24,7 @@ function M.save(b)
   for i, id in ipairs(blocks.order) do
     starts[i] = blocks.start(b, id)
   end
-  saved = { buf = b, lines = api.nvim_buf_get_lines(b, 0, -1, false), starts = starts }
+  saved[b] = { lines = api.nvim_buf_get_lines(b, 0, -1, false), starts = starts }
 end
 
 --- Draw the transcript saved when the buffer was unloaded again, with its
@@ -31,11 +33,11 @@ end
 ---@param writable fun(b: integer)
 ---@param read_only fun(b: integer)
 function M.restore(b, writable, read_only)
-  local s = saved
-  saved = nil
+  local s = saved[b]
+  saved[b] = nil
   local blocks = require("gemini_companion.agent.transcript_blocks")
   local order = blocks.order
-  if not s or s.buf ~= b or #s.starts ~= #order then
+  if not s or #s.starts ~= #order then
     return
   end
   api.nvim_buf_clear_namespace(b, -1, 0, -1)
@@ -49,8 +51,7 @@ function M.restore(b, writable, read_only)
     block.mark = api.nvim_buf_set_extmark(b, blocks.ns, s.starts[i], 0, { id = block.mark })
   end
   local md = require("gemini_companion.agent.markdown")
-  md.reset()
-  require("gemini_companion.agent.markdown_code").reset()
+  md.reset(b)
   for i, id in ipairs(order) do
     local start, finish = blocks.range(b, id)
     md.update(b, id, blocks.blocks[id].kind, start, start, finish, true)

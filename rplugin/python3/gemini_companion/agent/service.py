@@ -1,5 +1,12 @@
 """The agent half as a server run holds it: configuration, transport choice, and
-the one :class:`~.session.AgentSession` with its panel view and edit review.
+the conversations, one :class:`~.session.AgentSession` each with its panel view,
+and the edit review they share.
+
+The panel names the conversation of each request (``conversation``: an id the
+Lua side gives, unique in the Neovim session); ``open`` for an id not held (or
+held stopped) makes its session. Each has its own transport; over ACP they
+share one agent process (acp/shared.py: ``session/new`` again on its
+connection), over A2A each is a task of its own.
 
 One owner: the run's server loop (the loop of the MCP server). ``ServerRun``
 (companion.py) builds the service there, hands it the panel's requests and the
@@ -112,7 +119,10 @@ class AgentService:
         self._env = dict(env)
         self._terminal_env = terminal_env
         self._mcp_servers = mcp_servers
-        self._session: AgentSession | None = None
+        self._sessions: dict[int, AgentSession] = {}
+        self._newest: AgentSession | None = None  # the one a request without an id goes to
+        # What the transports of all conversations share (acp/shared.py: one process).
+        self._shared: dict[str, Any] = {}
         self._review: DiffReview | None = None
         self._options: AgentOptions | None = None
         self._stopping: set[asyncio.Task[None]] = set()
@@ -126,7 +136,20 @@ class AgentService:
 
     @property
     def session(self) -> AgentSession | None:
-        return self._session
+        """The newest conversation's session while it is live, else None."""
+        session = self._newest
+        return None if session is None or session.conversation.halted else session
+
+    def sessions(self) -> list[AgentSession]:
+        """The conversations held, oldest first."""
+        return list(self._sessions.values())
+
+    def _owner(self, call_id: str) -> AgentSession | None:
+        """The conversation that shows tool call ``call_id``."""
+        for session in self._sessions.values():
+            if call_id in session.transcript.tool_blocks:
+                return session
+        return None
 
     def _spawn(self, coro: Coroutine[Any, Any, None], tasks: set[asyncio.Task[None]]) -> None:
         """Run ``coro`` on the loop, its failure logged, held in ``tasks`` while it runs."""
@@ -141,11 +164,39 @@ class AgentService:
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
-    def _create(self, options: AgentOptions) -> None:
-        from ..nvim_editor import NvimEditor
+    def _review_for(self, paths: Callable[[], PathPolicy | None]) -> DiffReview:
+        """The diff review all conversations share: an answer in the diff tab goes
+        to the conversation that shows the edit."""
         from .consent import refused
-        from .conversation import Conversation
         from .review import DiffReview
+
+        if self._review is not None:
+            return self._review
+
+        async def answered(
+            call_id: str, accepted: bool, content: str | None, option: str | None
+        ) -> None:
+            owner = self._owner(call_id)
+            if owner is not None:
+                await owner.edit_answered(call_id, accepted, content, option)
+
+        def expecting() -> bool:
+            return any(s.status in ("working", "waiting") for s in self._sessions.values())
+
+        def refusal(call_id: str, option: str | None) -> str | None:
+            owner = self._owner(call_id)
+            block = owner.transcript.tool_blocks.get(call_id) if owner else None
+            conf = block.call.confirmation if block is not None and block.call else None
+            return None if conf is None else refused(conf, option)
+
+        self._review = DiffReview(
+            self._editor, answered, paths, self._ide_notify, expecting, refusal=refusal
+        )
+        return self._review
+
+    def _create(self, options: AgentOptions, conversation_id: int | None) -> AgentSession:
+        from ..nvim_editor import NvimEditor
+        from .conversation import Conversation
         from .session import AgentSession
         from .view import PanelView
 
@@ -157,27 +208,13 @@ class AgentService:
             options=options.protocols.get(options.protocol, {}),
             mcp_servers=self._mcp_servers() if self._mcp_servers else [],
             paths=self._agent_paths(options.workspace),
+            shared=self._shared,
         )
         transport = cls(context)
-        holder: list[AgentSession] = []
-
-        async def answered(
-            call_id: str, accepted: bool, content: str | None, option: str | None
-        ) -> None:
-            await holder[0].edit_answered(call_id, accepted, content, option)
-
-        def expecting() -> bool:
-            return bool(holder) and holder[0].status in ("working", "waiting")
-
-        def refusal(call_id: str, option: str | None) -> str | None:
-            block = holder[0].transcript.tool_blocks.get(call_id) if holder else None
-            conf = block.call.confirmation if block is not None and block.call else None
-            return None if conf is None else refused(conf, option)
-
-        self._review = DiffReview(
-            self._editor, answered, context.paths, self._ide_notify, expecting, refusal=refusal
-        )
-        conversation = Conversation()
+        review = self._review_for(context.paths)
+        conversation = Conversation(conversation_id)
+        while conversation_id is None and conversation.id in self._sessions:
+            conversation = Conversation()  # a number of its own, not one the panel gave
         view = PanelView(self._editor, conversation.id)
         address = os.environ.get("NVIM")
         if address and isinstance(self._editor, NvimEditor):
@@ -185,38 +222,49 @@ class AgentService:
             # jobs): batches go over the session's own connection to it once it is
             # up (nvim_channel.py), through pynvim until then.
             self._spawn(view.connect(address), self._connecting)
-        session = AgentSession(transport, view, self._review, conversation)
-        holder.append(session)
-        self._session = session
+        session = AgentSession(transport, view, review, conversation)
+        old = self._sessions.pop(conversation.id, None)
+        if old is not None:  # a stopped conversation of that id: over
+            old.halt()
+        self._sessions[conversation.id] = session
+        self._newest = session
         self._options = options
+        return session
 
     def request(self, action: str, args: Mapping[str, Any]) -> None:
-        """A request from the panel: ``open`` (with the configuration) creates the
-        session if needed and connects; the others go to the session."""
+        """A request from the panel for the conversation ``args.conversation`` (the
+        newest without one): ``open`` (with the configuration) creates its session
+        if needed and connects; ``stop`` stops every conversation; the others go to
+        the conversation's session."""
+        raw_id = args.get("conversation")
+        conversation_id = raw_id if isinstance(raw_id, int) and raw_id > 0 else None
+        session = self._newest if conversation_id is None else self._sessions.get(conversation_id)
+        if action == "stop":
+            # Over at once (before any later request): the agent's end, which may
+            # take seconds, changes nothing the next conversation shows.
+            for each in self._sessions.values():
+                each.halt()
+                self._spawn(each.stop(), self._stopping)
+            self._sessions.clear()
+            self._newest = None
+            return
         if action == "open":
             try:
                 options = AgentOptions.from_lua(args)
-                if self._session is None:
-                    self._create(options)
+                if session is None or session.conversation.halted:
+                    session = self._create(options, conversation_id)
             except TransportError as exc:
                 self._editor.notify(f"Gemini agent: {exc}", 4)
                 return
             action = "connect"
-        session = self._session
         if session is None:
             self._editor.notify("Gemini agent: the agent panel is not open (:GeminiAgent)", 3)
-            return
-        if action == "stop":
-            # Over at once (before any later request): the agent's end, which may
-            # take seconds, changes nothing the next conversation shows.
-            self._session = None
-            session.halt()
-            self._spawn(session.stop(), self._stopping)
             return
         session.request(action, args)
 
     def state(self) -> Mapping[str, Any] | None:
-        return None if self._session is None else self._session.state()
+        session = self.session
+        return None if session is None else session.state()
 
     def owns_diff(self, diff_id: int) -> bool:
         """The diff view ``diff_id`` shows one of the agent's edits (the review's own
@@ -256,8 +304,10 @@ class AgentService:
         """Stop the session and wait for every stop under way: once this returns the
         agent's process is gone (and what it made for it, the A2A server's private
         home)."""
-        session, self._session = self._session, None
-        if session is not None:
+        sessions = list(self._sessions.values())
+        self._sessions.clear()
+        self._newest = None
+        for session in sessions:
             self._spawn(session.stop(), self._stopping)
         while self._stopping:
             await asyncio.gather(*self._stopping, return_exceptions=True)

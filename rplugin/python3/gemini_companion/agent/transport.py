@@ -98,7 +98,9 @@ class TransportContext:
     :class:`~.mcp_servers.McpServer`, or a mapping in ACP's or Gemini CLI's
     settings shape: ``McpServer.parse`` reads both); ``editor`` reaches Neovim
     (thread-safe, never blocks); ``paths`` gives the folders where the agent may
-    read and write files not loaded in Neovim (None: anywhere).
+    read and write files not loaded in Neovim (None: anywhere); ``shared`` is one
+    dict for the transports of all the panel's conversations (ACP keeps its one
+    agent process there: acp/shared.py).
     """
 
     workspace: str
@@ -107,6 +109,7 @@ class TransportContext:
     options: Mapping[str, Any] = field(default_factory=dict)
     mcp_servers: Sequence[McpServer | Mapping[str, Any]] = ()
     paths: Callable[[], PathPolicy | None] = lambda: None
+    shared: dict[str, Any] = field(default_factory=dict)
 
 
 class Transport(abc.ABC):

@@ -91,11 +91,10 @@ class A2ATransport(A2ACommands):
         if url:
             self._base_url = str(url).rstrip("/")
         else:
-            # A new server knows no task: the conversation starts again.
+            # A server (re)started knows no task: the conversation starts again.
             self.task_id = self.context_id = self.state = ""
+            self._base_url = await self._start_server()
             # The started server answers only requests with this secret (loopback.cjs).
-            self.secret = secrets.token_urlsafe(32)
-            self._base_url = await self._start_server(self.secret)
             headers["Authorization"] = f"Bearer {self.secret}"
         # One connection for the task's life: no keep-alive expiry; no read
         # timeout (streams are quiet while the model thinks or a tool runs).
@@ -189,18 +188,30 @@ class A2ATransport(A2ACommands):
                 )
             interface.url = self._base_url + "/"
 
-    async def _start_server(self, secret: str) -> str:
+    async def _start_server(self) -> str:
+        """The server the other conversations use (a task of its own on it), or one
+        started now (a2a/shared.py)."""
+        from .shared import shared_server
+
         await self._kill()
-        env = {**self.context.env, **dict(self._options().get("env") or {})}
-        cmd = [str(c) for c in self._options()["cmd"]]
-        server = await LocalServer.start(
-            cmd,
-            env,
-            self.context.workspace,
-            self.context.mcp_servers,
-            plugin_version(),
-            secret=secret,
-        )
+        shared = shared_server(self.context.shared)
+        async with shared.lock:
+            server = shared.live()
+            if server is None:
+                env = {**self.context.env, **dict(self._options().get("env") or {})}
+                cmd = [str(c) for c in self._options()["cmd"]]
+                shared.secret = secrets.token_urlsafe(32)
+                server = await LocalServer.start(
+                    cmd,
+                    env,
+                    self.context.workspace,
+                    self.context.mcp_servers,
+                    plugin_version(),
+                    secret=shared.secret,
+                )
+                shared.server = server
+            shared.users.add(self)
+        self.secret = shared.secret
         self._server = server
         self._watcher = asyncio.get_running_loop().create_task(self._watch(server))
         return server.url
@@ -223,8 +234,10 @@ class A2ATransport(A2ACommands):
         await self._close_http()
 
     async def _kill(self) -> None:
+        from .shared import shared_server
+
         server, self._server = self._server, None
-        if server is not None:
+        if server is not None and shared_server(self.context.shared).release(self, server):
             await server.stop()
 
     async def stop(self) -> None:

@@ -40,10 +40,24 @@ class AcpHandshake(AcpTurns):
                 f"the agent speaks ACP version {response.protocol_version}; the plugin speaks"
                 f" version {PROTOCOL_VERSION}: update the plugin or the agent"
             )
-        self._capabilities = dict(raw.get("agentCapabilities") or {})
-        self._auth_methods = [m for m in raw.get("authMethods") or [] if isinstance(m, dict)]
         info = response.agent_info
-        self._agent = {"name": info.name, "version": info.version} if info else {}
+        self._greeted(
+            dict(raw.get("agentCapabilities") or {}),
+            [m for m in raw.get("authMethods") or [] if isinstance(m, dict)],
+            {"name": info.name, "version": info.version} if info else {},
+        )
+
+    def _greeted(
+        self,
+        capabilities: dict[str, Any],
+        auth_methods: list[dict[str, Any]],
+        agent: dict[str, Any],
+    ) -> None:
+        """What initialize's answer told (by this conversation's, or by the first
+        conversation's on the shared agent: shared.py)."""
+        self._capabilities = capabilities
+        self._auth_methods = auth_methods
+        self._agent = agent
         # The same keys as the A2A transport's: checkhealth shows them.
         self._emit(
             SessionUpdate(

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..model import StatusChange
 from ..transport import EventSink, Transport, TransportContext, TransportError
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..files import EditorFiles
     from .events import UpdateTranslator
     from .sessions import SessionStore
+    from .shared import AcpTransport, SharedAgent
 
 
 log = logging.getLogger(__name__)
@@ -89,9 +90,20 @@ class AcpState(Transport):
             raise TransportError(self._exit_message or "the agent is not running")
         return self._session_id
 
+    @property
+    def session_id(self) -> str | None:
+        """The ACP session of this conversation (shared.py routes by it)."""
+        return self._session_id
+
+    def _shared(self) -> SharedAgent:
+        from .shared import shared_agent
+
+        return shared_agent(self.context.shared)
+
     async def _shutdown_child(self) -> None:
+        """Let the agent go: stopped when no other conversation uses it (shared.py)."""
         child, self._child = self._child, None
-        if child is not None:
+        if child is not None and self._shared().release(cast("AcpTransport", self), child):
             await child.stop()
 
     def _answer_all_cancelled(self) -> None:

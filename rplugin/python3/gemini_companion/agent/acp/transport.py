@@ -92,9 +92,22 @@ class AcpTransport(AcpHandshake):
         self._stopping = False
         self._exit_message = None
         self._session_id = None
-        child = await self._spawn()
+        shared = self._shared()
         try:
-            await self._within_startup(self._initialize(child, loading), "initialize")
+            async with shared.lock:
+                # The agent the other conversations use, or one started now.
+                child = shared.live()
+                if child is None:
+                    child = await self._spawn()
+                    shared.attach(self, child)
+                    await self._within_startup(self._initialize(child, loading), "initialize")
+                    shared.hello = (self._capabilities, self._auth_methods, self._agent)
+                else:
+                    shared.attach(self, child)
+                    self._child = child
+                    await loading
+                    assert shared.hello is not None  # live() holds it
+                    self._greeted(*shared.hello)
             self._set_up()
             await self._within_startup(self._new_session(), "session/new")
         except BaseException:
@@ -305,16 +318,17 @@ class AcpTransport(AcpHandshake):
     # -- the child process ----------------------------------------------------------------
 
     async def _spawn(self) -> AgentChild:
+        shared = self._shared()
         child = await spawn(
             self.options.cmd,
             cwd=self.context.workspace,
             env={**self.context.env, **self.options.env},
-            handler=self._handle,
-            on_garbage=self._garbage,
-            on_refused=self._refused,
-            on_update=self._on_update,
+            handler=shared.handle,
+            on_garbage=shared.garbage,
+            on_refused=shared.refused,
+            on_update=shared.on_update,
         )
-        child.tasks.append(asyncio.get_running_loop().create_task(self._watch(child)))
+        child.tasks.append(asyncio.get_running_loop().create_task(shared.watch(child)))
         self._child = child
         return child
 
@@ -338,8 +352,8 @@ class AcpTransport(AcpHandshake):
             child.refused.add(why)
             self._emit(Notice(f"The agent sent {why}: refused (more in the log).", "warning"))
 
-    async def _watch(self, child: AgentChild) -> None:
-        await child.wait()
+    async def _exited(self, child: AgentChild) -> None:
+        """The agent process ``child`` exited (shared.py tells each conversation on it)."""
         if child is not self._child or self._stopping:
             return
         message = child.exit_text()
