@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from agent_setup import (
+    START,
     acp_setup,
     agent_state,
     panel_window,
@@ -27,6 +28,7 @@ from agent_setup import (
     wait_agent,
     wait_transcript,
 )
+from fake_gemini import FakeGemini, text_turn
 from fake_model import call, gemini_home, text, write_responses
 from harness import Nvim, wait_for
 
@@ -259,3 +261,28 @@ def test_two_conversations_go_on_at_once_on_one_real_gemini_acp_in_ide_mode(
     events = nvim.lua("return _G.test_events")
     assert {"id": second, "state": "working"} in events
     assert {"id": first, "state": "working"} in events
+
+
+def test_over_a2a_each_conversation_is_a_task_of_its_own_on_one_server(
+    agent_nvim: Nvim, fake: FakeGemini
+) -> None:
+    nvim = agent_nvim
+    fake.add(text_turn("Answer ", "one."))
+    nvim.api.command("GeminiAgent first question")
+    wait_transcript(nvim, "Answer one.", START)
+    one = wait_agent(nvim, "#1 idle", lambda s: s["state"] == "idle")
+    second = int(_agent(nvim, "new()"))
+    fake.add(text_turn("Answer ", "two."))
+    nvim.api.command("GeminiAgent second question")
+    wait_transcript(nvim, "Answer two.", START)
+    two = wait_agent(nvim, "#2 idle", lambda s: s["state"] == "idle")
+    assert two["conversation"] == second != one["conversation"]
+    assert two["task_id"] and two["task_id"] != one["task_id"]
+    assert two["pid"] == one["pid"] and two["url"] == one["url"], "one server"
+    assert "Answer one." not in transcript(nvim)
+    assert "Answer two." not in _text_of(nvim, one["conversation"])
+    # The second task's model request holds its own prompt, not the first's.
+    last = str(fake.stream_requests()[-1]["body"]["contents"])
+    assert "second question" in last and "first question" not in last
+    listed = _conversations(nvim)
+    assert listed[second]["session_id"] == two["task_id"]
