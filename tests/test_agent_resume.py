@@ -71,9 +71,12 @@ def test_a_resumed_conversation_reads_as_a_live_one_ends_in_view_and_keeps_the_m
     )
     assert ends and all(ends), ends
     # The conversation goes on (the agent restarted by the stop reads its canned
-    # answers from the start again).
+    # answers from the start again); the first conversation stays above the stop.
     nvim.api.command("GeminiAgent are you there?")
-    agent.wait_state("the answer", lambda _: agent.transcript().count("Noted: apricot.") == 2)
+    agent.wait_state(
+        "the answer",
+        lambda _: "Noted: apricot." in agent.transcript().partition("are you there?")[2],
+    )
 
 
 def test_over_a2a_resume_offers_nothing_and_says_why(
