@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import sys
 import time
 import uuid
@@ -30,19 +29,9 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, run_agent, schema
 
-
-def write_update(session_id: str, update: dict[str, Any]) -> None:
-    message = {
-        "jsonrpc": "2.0",
-        "method": "session/update",
-        "params": {"sessionId": session_id, "update": update},
-    }
-    data = memoryview((json.dumps(message, separators=(",", ":")) + "\n").encode())
-    while data:
-        try:
-            data = data[os.write(1, data) :]
-        except BlockingIOError:  # the SDK's stdout is non-blocking: wait until it drains
-            select.select([], [1], [])
+# The tests' scripted agent writes updates the same way: one writer for both.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from agent_fakes.acp_agent import write_update
 
 
 def chunk(kind: str, text: str) -> dict[str, Any]:

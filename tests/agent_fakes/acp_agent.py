@@ -50,11 +50,9 @@ from acp import PROTOCOL_VERSION, RequestError, run_agent, schema
 from acp.helpers import text_block, update_agent_message
 
 
-def _write_chunk(session_id: str, text: str) -> None:
-    """One ``agent_message_chunk`` written on stdout at once, as the SDK would
-    write it: the stamp in ``text`` is then when the chunk is written, not before
-    the SDK's pydantic models and its sender task (0.3 ms of the fake's own)."""
-    update = {"content": {"text": text, "type": "text"}, "sessionUpdate": "agent_message_chunk"}
+def write_update(session_id: str, update: dict[str, Any]) -> None:
+    """One ``session/update`` written on stdout at once, as the SDK would write it
+    (bench/script_agent.py writes its updates with it too)."""
     message = {
         "jsonrpc": "2.0",
         "method": "session/update",
@@ -66,6 +64,14 @@ def _write_chunk(session_id: str, text: str) -> None:
             data = data[os.write(1, data) :]
         except BlockingIOError:  # the SDK's stdout is non-blocking: wait until it drains
             select.select([], [1], [])
+
+
+def _write_chunk(session_id: str, text: str) -> None:
+    """One ``agent_message_chunk`` written on stdout at once: the stamp in ``text`` is
+    then when the chunk is written, not before the SDK's pydantic models and its
+    sender task (0.3 ms of the fake's own)."""
+    update = {"content": {"text": text, "type": "text"}, "sessionUpdate": "agent_message_chunk"}
+    write_update(session_id, update)
 
 
 def _append(path: str, line: str) -> None:
