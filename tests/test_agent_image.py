@@ -26,7 +26,14 @@ from pathlib import Path
 
 import pytest
 from agent_fakes.coder_agent import CoderAgent, coder_agent
-from agent_setup import GEMINI_JS, panel_window, status_row, transcript, wait_transcript
+from agent_setup import (
+    GEMINI_JS,
+    panel_window,
+    status_row,
+    transcript,
+    wait_agent,
+    wait_transcript,
+)
 from fake_gemini import FakeGemini, text_turn
 from fake_model import gemini_home
 from gemini_companion.agent.image import NotAnImageError, header, read_image
@@ -207,7 +214,9 @@ def test_images_reach_the_acp_agent_as_image_blocks_and_the_transcript_shows_the
         f"[image: wide.webp, 4000{X}10]",
     ):
         assert f"  {label}" in lines
-    # Sent: none waits for the next prompt.
+    # Sent: none waits for the next prompt (the next prompt goes once the turn is
+    # over: the answer is drawn before the agent ends its turn).
+    wait_agent(nvim, "the turn to end", lambda s: s["state"] == "idle")
     assert pending(nvim) == []
     assert "images:" not in status_row(nvim, panel_window(nvim, 2))
     submit(nvim, "and now")

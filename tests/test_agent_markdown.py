@@ -86,7 +86,7 @@ def wait_marks(nvim: Nvim, row: int, wanted: list[str]) -> list[str]:
         found = marks(nvim, row)
         return found if all(w in found for w in wanted) else None
 
-    return wait_for(check, 10, f"{wanted} on row {row}")
+    return wait_for(check, 30, f"{wanted} on row {row}")
 
 
 def lua_parser(nvim: Nvim) -> bool:

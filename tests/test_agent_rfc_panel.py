@@ -122,7 +122,7 @@ def test_mcp_and_info_confirmations_queue_and_are_answered_oldest_first(
 
     # An option the oldest does not offer: a clear message, nothing sent.
     nvim.api.command("GeminiAccept proceed_always")
-    wait_for(lambda: "no option 'proceed_always'" in messages(nvim), 15, "the bad option refused")
+    wait_for(lambda: "no option 'proceed_always'" in messages(nvim), 60, "the bad option refused")
     assert agent.confirmations == [] and pending_ids(agent_state(nvim)) == [
         "mcp-1",
         "info-1",

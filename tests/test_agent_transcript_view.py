@@ -322,7 +322,7 @@ def test_the_answers_markdown_is_drawn_on_screen(panel: Nvim) -> None:
         found = dict(zip(cells, nvim.lua(DRAWN, list(cells.values())), strict=True))
         return found if found == expected else None
 
-    wait_for(drawn, 5, f"the screen to show {expected}")
+    wait_for(drawn, 30, f"the screen to show {expected}")
 
 
 def test_a_panel_opened_while_an_answer_streams_shows_its_end_and_follows_it(

@@ -60,7 +60,7 @@ def wait_views(nvim: Nvim, count: int, what: str = "") -> list[dict[str, Any]]:
         found = views(nvim)
         return found if len(found) == count else None
 
-    return wait_for(check, 10, what or f"{count} open diff views")
+    return wait_for(check, 30, what or f"{count} open diff views")
 
 
 def no_views(nvim: Nvim, what: str) -> None:

@@ -152,7 +152,7 @@ def test_nothing_is_asked_when_ide_mode_is_set_either_way(
     )
     nvim.wait_running()
     nvim.api.command("Gemini")
-    wait_for(argv.exists, 15, "the stand-in to start")
+    wait_for(argv.exists, 60, "the stand-in to start")
     assert argv.read_text().strip() == "--x"
     assert nvim.lua("return _G.asked") == []
 

@@ -335,7 +335,7 @@ def _held(
         }
     )
     waiting = trigger(nvim) if trigger is not None else None
-    wait_for(held.exists, 20, f"the host to be held importing {module}")
+    wait_for(held.exists, 60, f"the host to be held importing {module}")
     del waiting  # a client's connection: it has made the host load the module
     return nvim, release
 
