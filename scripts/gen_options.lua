@@ -1,6 +1,7 @@
---- Writes the views of the option schema (lua/gemini_companion/options.lua): the
---- option classes of lua/gemini_companion/types.lua and the defaults block and
---- option list of doc/gemini-companion.txt (section CONFIGURATION). Run it through
+--- Writes the views of the option schema (lua/gemini_companion/options.lua and its
+--- groups in lua/gemini_companion/options/): the option classes of
+--- lua/gemini_companion/types.lua and the defaults block and option list of
+--- doc/gemini-companion.txt (section CONFIGURATION). Run it through
 --- scripts/gen-options after changing an option; tests/test_options.py fails
 --- while either file differs from what this writes.
 ---
@@ -289,7 +290,14 @@ end
 ---@param check boolean
 ---@return string[] the files that differed, relative to `root`
 function M.run(root, check)
-  package.loaded["gemini_companion.options"] = nil
+  -- The schema requires its groups (lua/gemini_companion/options/*.lua): this
+  -- repository's, read afresh, even under `nvim --clean` or beside another copy.
+  vim.opt.runtimepath:prepend(root)
+  for name in pairs(package.loaded) do
+    if name == "gemini_companion.options" or vim.startswith(name, "gemini_companion.options.") then
+      package.loaded[name] = nil
+    end
+  end
   local schema = dofile(root .. "/lua/gemini_companion/options.lua")
   local files = {
     { "lua/gemini_companion/types.lua", M.splice_types, M.types(schema) },

@@ -1,4 +1,4 @@
-"""The development-tool extension's two encodings (agent/a2a/devtool.py): RFC-encoded
+"""The development-tool extension's two encodings (agent/a2a/devtool/): RFC-encoded
 events in both proto3 JSON spellings, the real server's coderAgent dialect, the
 agent card's extension version, and the answers that go back."""
 

@@ -11,8 +11,10 @@ Everything only A2A uses lives here (the core, one level up, knows nothing of it
   ``commands.py`` (slash commands).
 - ``server.py``: the A2A server the plugin starts (command, environment,
   private home, process through ``agent/child.py``).
-- ``devtool.py``: the development-tool extension's two encodings (0.25.2's
-  ``coder-agent`` and the RFC's).
+- ``devtool/``: the development-tool extension's two encodings, one module each
+  (``rfc.py``; ``coder_agent.py``, 0.25.2's), with what they share (the
+  extension's version, the normalised events) and ``devtool/__init__.py`` as
+  the one entry.
 - ``gemini_home.py``: the started server's private Gemini home, which adds
   Neovim's tools to the user's settings.
 - ``loopback.cjs``: a Node preload that keeps the started server on 127.0.0.1,
