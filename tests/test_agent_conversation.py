@@ -84,6 +84,39 @@ def test_a_restart_keeps_the_transcript_before_it_and_says_the_agent_stopped(
     assert second["conversation"] != first["conversation"]
 
 
+def test_the_stop_notice_is_drawn_when_neovim_is_busy_as_the_agent_ends(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    """The host closes its own connection to Neovim after a stop: what it sent over
+    it just before ("The agent stopped.") is drawn even if Neovim reads it only
+    after the close (busy meanwhile, as under a long command). Neovim drops the
+    requests of a closed channel: the host waits for the answer first."""
+    nvim = _panel(nvim_factory, tmp_path)
+    nvim.api.command("GeminiAgent hello")
+    wait_transcript(nvim, "echo: hello", WAIT)
+    _idle(nvim)
+    log = nvim.lua("return require('gemini_companion.config').log_file()")
+    nvim.lua(
+        """
+        local log = ...
+        vim.cmd.GeminiAgentStop()
+        -- Busy: no channel is read until the agent is gone and a moment more.
+        local function ended()
+          local f = io.open(log)
+          local text = f and f:read('*a') or ''
+          if f then f:close() end
+          return text:find('agent stopped (code', 1, true) ~= nil
+        end
+        local give_up = vim.uv.hrtime() + 60e9
+        while not ended() and vim.uv.hrtime() < give_up do end
+        local after = vim.uv.hrtime() + 0.5e9
+        while vim.uv.hrtime() < after do end
+        """,
+        log,
+    )
+    wait_transcript(nvim, "The agent stopped.", WAIT)
+
+
 def test_an_answer_the_agent_fails_leaves_the_panel_ready_for_the_next_prompt(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:

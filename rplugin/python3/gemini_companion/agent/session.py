@@ -29,6 +29,8 @@ from .requests import BadRequestError, ShownStartFailureError
 from .transport import Transport, TransportError
 from .view import PanelView
 
+DRAIN_BEFORE_CLOSE = 2.0  # s: at most, for the panel's last batches before the channel closes
+
 __all__ = ["AgentSession", "BadRequestError", "EditReview"]
 
 log = logging.getLogger(__name__)
@@ -372,6 +374,10 @@ class AgentSession:
         # "stopped" once the agent is gone; the panel drops it if a newer
         # conversation has drawn meanwhile (view.py).
         self.view.state(self.state())
+        # Its own channel closes once what went over it is drawn: Neovim drops the
+        # requests a closed channel still holds ("The agent stopped." was lost).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.view.drained(), DRAIN_BEFORE_CLOSE)
         self.view.close()  # later batches (the transcript stays) go through the editor
 
 
