@@ -356,11 +356,8 @@ def test_a_chunk_the_transport_takes_draws_what_the_schemas_events_draw(
             TransportContext(workspace="/w", env={}, editor=editor, options=options)  # type: ignore[arg-type]
         )
         session = AgentSession(transport, PanelView(editor))  # type: ignore[arg-type]
-        transport._session_id, transport._updates, transport._events = (
-            SESSION,
-            UpdateTranslator(),
-            session,
-        )
+        state = transport._session
+        state.id, state.updates, state.events = SESSION, UpdateTranslator(), session
         for before in (MessageChunk("under way "), ThoughtChunk("a thought")):
             session.emit(before)
             if through_transport:

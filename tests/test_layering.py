@@ -178,3 +178,49 @@ def test_no_module_is_over_400_lines() -> None:
     assert len(sources) > 50
     long = over_limit(sources)
     assert long == {}, f"over {LIMIT} lines: {long}. Split each module by job."
+
+
+# -- The transports are built of parts, not ladders ----------------------------------------
+
+TRANSPORT_PACKAGES = ("agent/acp", "agent/a2a")
+
+
+def project_classes() -> dict[str, set[str]]:
+    """Each class name the package defines -> the modules (paths) defining it."""
+    found: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                found.setdefault(node.name, set()).add(str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_no_transport_class_derives_from_another_class_of_the_plugin() -> None:
+    """The ACP and A2A transports are built of small parts, each with its own narrow
+    interface, not ladders of classes sharing their state through ``self`` (issue 30
+    item 6): no class in ``agent/acp`` or ``agent/a2a`` extends a class of the
+    plugin, but the ``Transport`` contract. Allowed besides: an error extending the
+    plugin's errors (``...Error``), and the wire schema's data models (acp/messages.py,
+    pydantic) extending each other."""
+    classes = project_classes()
+    ladders = []
+    for package in TRANSPORT_PACKAGES:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            module = str(path.relative_to(PACKAGE))
+            if module == "agent/acp/messages.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                for base in node.bases:
+                    name = (
+                        base.id
+                        if isinstance(base, ast.Name)
+                        else base.attr
+                        if isinstance(base, ast.Attribute)
+                        else ""
+                    )
+                    if name not in classes or name == "Transport" or name.endswith("Error"):
+                        continue
+                    ladders.append(f"{module}: {node.name}({name})")
+    assert ladders == [], f"classes extending the plugin's own: {ladders}"

@@ -4,8 +4,9 @@ extension, through the official ``a2a-sdk``.
 Everything only A2A uses lives here (the core, one level up, knows nothing of it):
 
 - ``transport.py``: :class:`~.transport.A2ATransport`, the panel's client of the
-  agent (start, prompt, answers, cancel), the top of a ladder of classes that
-  share one task's state: ``state.py`` (that state), ``events.py`` (the agent's
+  agent (start, prompt, answers, cancel), built of small parts: ``state.py``
+  (the task's state the parts share, one dataclass), ``connection.py`` (the HTTP
+  client, the agent's card, the server started), ``events.py`` (the agent's
   updates as the panel's events; the user's edited version written),
   ``resume.py`` (a turn's stream, followed again when it breaks) and
   ``commands.py`` (slash commands).

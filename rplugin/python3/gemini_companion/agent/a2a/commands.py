@@ -8,48 +8,49 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import CommandsUpdate, MessageChunk, TurnEnd
 from ..transport import TransportError
 from . import devtool
-from .resume import A2AStream
+
+if TYPE_CHECKING:
+    from .connection import A2AConnection
+    from .resume import TaskStream
+    from .state import A2ATask
 
 log = logging.getLogger(__name__)
 
 
-class A2ACommands(A2AStream):
-    """Listing and running the agent's slash commands."""
+class SlashCommands:
+    """Listing and running the agent's slash commands, on ``connection``; a
+    command's output streams through ``stream`` like a prompt's; ``task`` is the
+    state the conversation's parts share (its dialect, the task prompts go to)."""
 
-    async def _rpc(self, method: str, params: Mapping[str, Any]) -> Any:
-        """One JSON-RPC call of the extension's own methods (not in a2a-sdk)."""
-        assert self._http is not None
-        body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
-        response = await self._http.post(self._rpc_url, json=body)
-        payload = response.json()
-        if "error" in payload:
-            raise TransportError(f"{method}: {payload['error'].get('message', payload['error'])}")
-        return payload.get("result")
+    def __init__(self, connection: A2AConnection, stream: TaskStream, task: A2ATask) -> None:
+        self._connection = connection
+        self._stream = stream
+        self._task = task
 
-    async def _load_commands(self) -> None:
-        assert self._http is not None
+    async def load(self) -> None:
+        http, task = self._connection.http, self._task
+        assert http is not None
         try:
-            if self.dialect == devtool.RFC:
-                result = await self._rpc("commands/get", {})
+            if task.dialect == devtool.RFC:
+                result = await self._connection.rpc("commands/get", {})
                 raw = devtool.get(result, "commands")
             else:
-                response = await self._http.get(f"{self._base_url}/listCommands")
+                response = await http.get(f"{self._connection.base_url}/listCommands")
                 response.raise_for_status()
                 raw = response.json().get("commands")
         except Exception as exc:
             log.warning("listing the agent's slash commands failed: %s", exc)
             return
-        self.events.emit(CommandsUpdate(devtool.slash_commands(raw)))
+        task.events.emit(CommandsUpdate(devtool.slash_commands(raw)))
 
-    async def run_command(self, name: str, args: str) -> None:
-        if self.dialect == devtool.RFC:
+    async def run(self, name: str, args: str) -> None:
+        if self._task.dialect == devtool.RFC:
             await self._run_rfc_command(name, args)
         else:
             await self._run_rest_command(name, args)
@@ -57,37 +58,41 @@ class A2ACommands(A2AStream):
     async def _run_rfc_command(self, name: str, args: str) -> None:
         from a2a.types import a2a_pb2
 
-        result = await self._rpc("command/execute", {"command_path": name.split(), "args": args})
+        task = self._task
+        result = await self._connection.rpc(
+            "command/execute", {"command_path": name.split(), "args": args}
+        )
         status = str(devtool.get(result, "status") or "")
         message = devtool.get(result, "message")
         if "FAILED" in status.upper():
             raise TransportError(f"/{name}: {message or 'failed to start'}")
         if message:
-            self.events.emit(MessageChunk(str(message)))
+            task.events.emit(MessageChunk(str(message)))
         execution = devtool.get(result, "execution_id")
-        if execution and self._client is not None:
+        client = self._connection.client
+        if execution and client is not None:
             # The command runs as a task of its own: its confirmations are answered
             # on it; once it ends, prompts go back to the conversation's task.
-            if self._conversation is None:
-                self._conversation = (self.task_id, self.context_id, self.state)
-            stream = self._client.subscribe(a2a_pb2.SubscribeToTaskRequest(id=str(execution)))
-            await self._consume(stream, to_turn_end=True)
-        self.events.emit(TurnEnd())
+            if task.conversation is None:
+                task.conversation = (task.task_id, task.context_id, task.state)
+            stream = client.subscribe(a2a_pb2.SubscribeToTaskRequest(id=str(execution)))
+            await self._stream.consume(stream, to_turn_end=True)
+        task.events.emit(TurnEnd())
 
     async def _run_rest_command(self, name: str, args: str) -> None:
-        assert self._http is not None
+        http, events = self._connection.http, self._task.events
+        assert http is not None
         body = {"command": name, "args": args.split() if args else []}
-        async with self._http.stream("POST", f"{self._base_url}/executeCommand", json=body) as r:
+        url = f"{self._connection.base_url}/executeCommand"
+        async with http.stream("POST", url, json=body) as r:
             if r.headers.get("content-type", "").startswith("text/event-stream"):
                 async for line in r.aiter_lines():
                     if line.startswith("data:"):
                         payload = json.loads(line[5:].strip())
                         result = payload.get("result")
                         if isinstance(result, Mapping):
-                            update = devtool.from_v03(result)
-                            await self._check_paths(update)
-                            self._handle(update)
-                self.events.emit(TurnEnd())
+                            await self._stream.take(devtool.from_v03(result))
+                events.emit(TurnEnd())
                 return
             raw = await r.aread()
         try:
@@ -97,8 +102,8 @@ class A2ACommands(A2AStream):
         if r.status_code >= 400 or (isinstance(payload, Mapping) and "error" in payload):
             error = payload.get("error") if isinstance(payload, Mapping) else payload
             raise TransportError(f"/{name}: {error}")
-        self.events.emit(MessageChunk(_command_output(payload)))
-        self.events.emit(TurnEnd())
+        events.emit(MessageChunk(_command_output(payload)))
+        events.emit(TurnEnd())
 
 
 def _command_output(payload: Any) -> str:

@@ -1,8 +1,8 @@
 """Following the A2A task's stream, and following it again when it breaks:
 a stream that breaks while its task lives is followed again
-(``tasks/resubscribe``, then ``tasks/get``; :meth:`A2AStream._resume`); 0.25.2
+(``tasks/resubscribe``, then ``tasks/get``; :meth:`TaskStream._resume`); 0.25.2
 has cancelled that turn by then, which the reconnect shows. A reconnected
-client asks whether its task is still alive (:meth:`A2AStream._restore_task`).
+client asks whether its task is still alive (:meth:`TaskStream.restore_task`).
 """
 
 from __future__ import annotations
@@ -10,22 +10,37 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import Notice, SessionUpdate, StatusChange
 from ..transport import TransportError
 from . import devtool
-from .events import A2AEvents
 from .state import TERMINAL_STATES, TURN_END_STATES
+
+if TYPE_CHECKING:
+    from .connection import A2AConnection
+    from .events import EventMapper
+    from .state import A2ATask
 
 log = logging.getLogger(__name__)
 RESUME_ATTEMPTS = 3
 
 
-class A2AStream(A2AEvents):
-    """A turn's stream, resumed when the connection (not the task) ends."""
+class TaskStream:
+    """A turn's stream, resumed when the connection (not the task) ends: read on
+    ``connection``, each update checked and shown by ``updates``, for the task of
+    ``task`` (the state the conversation's parts share)."""
 
-    async def _consume(self, stream: AsyncIterator[Any], *, to_turn_end: bool = False) -> None:
+    def __init__(self, connection: A2AConnection, updates: EventMapper, task: A2ATask) -> None:
+        self._connection = connection
+        self._updates = updates
+        self._task = task
+
+    async def take(self, update: devtool.Update) -> None:
+        await self._updates.check_paths(update)
+        self._updates.handle(update)
+
+    async def consume(self, stream: AsyncIterator[Any], *, to_turn_end: bool = False) -> None:
         """Stream a turn's events; a stream that breaks while the task is alive is
         followed again (:meth:`_resume`)."""
         try:
@@ -33,13 +48,13 @@ class A2AStream(A2AEvents):
         except (asyncio.CancelledError, TransportError):
             raise
         except Exception as exc:
-            if self._stopping:
+            connection, task = self._connection, self._task
+            if connection.stopping:
                 return
-            server = self._server
-            if server is not None and server.returncode is not None:
+            if connection.server_exited():
                 return  # the watcher says why
             log.warning("the A2A stream broke: %s", exc, exc_info=True)
-            if self.task_id and self.state not in TERMINAL_STATES and self._client is not None:
+            if task.task_id and task.state not in TERMINAL_STATES and connection.client is not None:
                 await self._resume(exc)
                 return
             await self._dropped(exc)
@@ -51,14 +66,12 @@ class A2AStream(A2AEvents):
 
         async for event in stream:
             update = devtool.from_sdk(json_format.MessageToDict(event))
-            await self._check_paths(update)
-            self._handle(update)
+            await self.take(update)
             if to_turn_end and update.state in TURN_END_STATES:
                 break
 
     async def _dropped(self, exc: BaseException) -> None:
-        self._connected = False
-        await self._close_http()
+        await self._connection.drop()
         raise TransportError(
             f"the connection to the A2A agent dropped ({exc}); the next prompt reconnects"
         ) from exc
@@ -72,17 +85,18 @@ class A2AStream(A2AEvents):
         (the task ended meanwhile, or it cannot) is read with ``tasks/get`` alone."""
         from a2a.types import a2a_pb2
 
-        task_id = self.task_id
-        self.events.emit(
+        task = self._task
+        task_id = task.task_id
+        task.events.emit(
             Notice(
                 f"The connection to the agent dropped while task {task_id} was running"
                 f" ({exc}); reconnecting to the task.",
                 "warning",
             )
         )
-        self.events.emit(StatusChange("working", "reconnecting to the agent"))
+        task.events.emit(StatusChange("working", "reconnecting to the agent"))
         for attempt in range(1, RESUME_ATTEMPTS + 1):
-            client = self._client
+            client = self._connection.client
             if client is None:
                 break
             try:
@@ -95,7 +109,7 @@ class A2AStream(A2AEvents):
             except Exception as refused:  # ended, unknown, not supported, or down
                 log.info("resubscribing to task %s (try %d): %s", task_id, attempt, refused)
             try:
-                task = await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
+                got = await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
             except (asyncio.CancelledError, TransportError):
                 raise
             except Exception as failed:
@@ -104,37 +118,36 @@ class A2AStream(A2AEvents):
                 continue
             from google.protobuf import json_format
 
-            if self.state not in TURN_END_STATES:
-                self.events.emit(StatusChange("working"))  # no longer "reconnecting"
-            update = devtool.from_sdk({"task": json_format.MessageToDict(task)})
-            await self._check_paths(update)
-            self._handle(update)
-            if self.state in TURN_END_STATES:
-                self.events.emit(
-                    Notice(f"Reconnected to task {task_id}: it is {self.state}.", "info")
+            if task.state not in TURN_END_STATES:
+                task.events.emit(StatusChange("working"))  # no longer "reconnecting"
+            await self.take(devtool.from_sdk({"task": json_format.MessageToDict(got)}))
+            if task.state in TURN_END_STATES:
+                task.events.emit(
+                    Notice(f"Reconnected to task {task_id}: it is {task.state}.", "info")
                 )
                 return
             # Still running and the stream gone again: follow it once more.
         await self._dropped(exc)
 
-    async def _restore_task(self) -> None:
+    async def restore_task(self) -> None:
         """Reconnected to an agent that may still hold the task: ``tasks/get`` tells
         whether it is alive; if so, follow-ups stay on it, else a new one starts."""
         from a2a.types import a2a_pb2
         from google.protobuf import json_format
 
-        assert self._client is not None
+        client, task = self._connection.client, self._task
+        assert client is not None
         try:
-            task = await self._client.get_task(a2a_pb2.GetTaskRequest(id=self.task_id))
+            got = await client.get_task(a2a_pb2.GetTaskRequest(id=task.task_id))
         except Exception as exc:
-            log.info("task %s is gone: %s", self.task_id, exc)
-            self.task_id = self.state = ""
-            self.events.emit(SessionUpdate({"task_id": None}))
+            log.info("task %s is gone: %s", task.task_id, exc)
+            task.task_id = task.state = ""
+            task.events.emit(SessionUpdate({"task_id": None}))
             return
-        update = devtool.from_sdk({"task": json_format.MessageToDict(task)})
-        self.state = update.state
+        update = devtool.from_sdk({"task": json_format.MessageToDict(got)})
+        task.state = update.state
         if update.state in TERMINAL_STATES:
-            self.task_id = ""
-            self.events.emit(SessionUpdate({"task_id": None}))
+            task.task_id = ""
+            task.events.emit(SessionUpdate({"task_id": None}))
             return
-        self.events.emit(Notice(f"Reconnected: task {self.task_id} is {update.state}.", "info"))
+        task.events.emit(Notice(f"Reconnected: task {task.task_id} is {update.state}.", "info"))

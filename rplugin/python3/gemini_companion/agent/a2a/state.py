@@ -1,82 +1,52 @@
-"""What the A2A client knows of its task, shared by the pieces of
-:class:`~.transport.A2ATransport` (each a class in this ladder: ``state.py``,
-``events.py``, ``resume.py``, ``commands.py``, ``transport.py``): the connection,
-the task and its context, the tool calls and what the user was shown of them."""
+"""The state the parts of one A2A conversation share (transport.py builds the
+parts and hands each what it needs): the sink its events go to, the task and
+its context, the extension's dialect, and what the agent is told with the next
+prompt. One dataclass, passed explicitly to the parts that read or change it;
+nothing else of a part is reached by another."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..model import Confirmation, ToolCall
-from ..transport import EventSink, Transport
 from . import devtool
-from .server import LocalServer
 
 if TYPE_CHECKING:
-    import httpx
-    from a2a.client import Client
+    from ..model import AgentEvent
+    from ..transport import EventSink
 
 TERMINAL_STATES = {"completed", "failed", "canceled", "rejected"}
 TURN_END_STATES = TERMINAL_STATES | {"input-required", "auth-required"}
 
 
-class A2AState(Transport):
-    """The A2A client's state; the classes above it read and change it."""
+@dataclass(eq=False)
+class A2ATask:
+    """One conversation's task on the agent, as its parts share it. Server loop only."""
 
-    protocol = "a2a"
-
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        self._events: EventSink | None = None
-        self._server: LocalServer | None = None
-        self._watcher: asyncio.Task[None] | None = None
-        self._http: httpx.AsyncClient | None = None
-        self._client: Client | None = None
-        self._base_url = ""
-        self._rpc_url = ""
-        self.dialect = devtool.CODER_AGENT
-        self.task_id = ""
-        self.context_id = ""
-        self.state = ""
-        self._connected = False
-        self._stopping = False
-        # call id -> (path, the user's text, the proposal)
-        self._modified: dict[str, tuple[str, str, str]] = {}
-        self._shown: dict[str, Confirmation] = {}  # call id -> the question the user sees
-        self._refused: set[str] = set()  # calls changed after they were shown
-        self._refusals: list[tuple[str, Confirmation]] = []  # to answer after the stream
-        self._writes: set[asyncio.Task[None]] = set()  # the user's versions being written
-        self._notes: list[str] = []  # for the agent, with the next prompt
-        self._calls: dict[str, ToolCall] = {}
-        self._seen: set[str] = set()  # ids of the current task's messages already shown
-        self._conversation: tuple[str, str, str] | None = None  # while a command's task runs
-        self.server_version = ""
-        self.extension_uri = ""
-        # Sent with every request to agent.a2a.url (a started server gets its secret).
-        self.headers: dict[str, str] = {}
-        self.secret = ""  # the started server's
-
-    @property
-    def connected(self) -> bool:
-        return self._connected
+    sink: EventSink | None = None
+    """Where the panel's events go (``Transport.start``'s sink)."""
+    dialect: str = devtool.CODER_AGENT
+    task_id: str = ""
+    context_id: str = ""
+    state: str = ""
+    seen: set[str] = field(default_factory=set)
+    """Ids of the current task's messages already shown."""
+    conversation: tuple[str, str, str] | None = None
+    """The conversation's (task, context, state) while a slash command's task runs."""
+    notes: list[str] = field(default_factory=list)
+    """For the agent, with the next prompt."""
 
     @property
     def events(self) -> EventSink:
-        assert self._events is not None
-        return self._events
+        assert self.sink is not None
+        return self.sink
 
-    def _options(self) -> Mapping[str, Any]:
-        return self.context.options
+    def emit(self, event: AgentEvent) -> None:
+        self.events.emit(event)
 
-    async def _close_http(self) -> None:
-        client, self._client = self._client, None
-        http, self._http = self._http, None
-        if client is not None:
-            with contextlib.suppress(Exception):
-                await client.close()
-        if http is not None:
-            with contextlib.suppress(Exception):
-                await http.aclose()
+    def back_to_conversation(self) -> None:
+        """A slash command's task ended: follow-ups go to the conversation again."""
+        assert self.conversation is not None
+        self.task_id, self.context_id, self.state = self.conversation
+        self.conversation = None
+        self.seen.clear()

@@ -3,11 +3,12 @@
 Everything only ACP uses lives here (the core, one level up, knows nothing of it):
 
 - ``transport.py``: :class:`~.transport.AcpTransport`, the panel's client of the
-  agent (start, prompt, answers, cancel, sessions), the top of a ladder of
-  classes that share the client's state: ``state.py`` (that state, and requests
-  to the agent), ``client_requests.py`` (the agent's requests: session updates,
-  permissions, ``fs/*``), ``turns.py`` (a prompt's turn) and ``handshake.py``
-  (initialize, login, a session started or loaded).
+  agent (start, prompt, answers, cancel, sessions), built of small parts:
+  ``state.py`` (the session's state the parts share, one dataclass), ``link.py``
+  (the child the conversation uses, and requests to it), ``client_requests.py``
+  (the agent's requests: session updates, permissions, ``fs/*``), ``turns.py`` (a
+  prompt's turn), ``handshake.py`` (initialize, login, a session started or
+  loaded) and ``answers.py`` (the user's answer to a permission).
 - ``options.py``: ``agent.acp`` of the configuration.
 - ``process.py``: one run of the agent: its process (``agent/child.py``) and the
   JSON-RPC connection on its pipes.

@@ -9,11 +9,14 @@ waiting."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ...paths import shown
 from ..model import FINISHED, Notice, SessionUpdate, ToolCallUpdate
-from .state import AcpState
+
+if TYPE_CHECKING:
+    from .state import AcpSession
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +59,16 @@ def plain_text_chunk(params: dict[str, Any]) -> tuple[str, str] | None:
     return kind, text
 
 
-class AcpClientRequests(AcpState):
-    """The handlers of what the agent asks of the plugin."""
+class ClientRequests:
+    """The handlers of what the agent asks of the plugin, for one session:
+    ``session`` is the state they share with the conversation's other parts,
+    ``settle`` wakes the turn's waiter when a permission starts waiting."""
 
-    async def _handle(self, method: str, params: Any, is_notification: bool) -> Any:
+    def __init__(self, session: AcpSession, settle: Callable[[], None]) -> None:
+        self._session = session
+        self._settle = settle
+
+    async def handle(self, method: str, params: Any, is_notification: bool) -> Any:
         from acp.exceptions import RequestError
         from pydantic import ValidationError
 
@@ -67,7 +76,7 @@ class AcpClientRequests(AcpState):
 
         try:
             if method == "session/update":
-                self._on_update(params)
+                self.on_update(params)
                 return None
             if method == "session/request_permission":
                 return await self._on_permission(params)
@@ -97,7 +106,8 @@ class AcpClientRequests(AcpState):
                 return None
             raise RequestError(-32603, f"{type(exc).__name__}: {exc}") from None
 
-    def _on_update(self, params: Any) -> None:
+    def on_update(self, params: Any) -> None:
+        session = self._session
         if type(params) is dict and len(params) == 2:
             # The bulk of a stream, a message chunk of plain text in its usual form
             # (``sessionId`` and ``update``; ``sessionUpdate`` and ``content``; ``type``
@@ -113,33 +123,34 @@ class AcpClientRequests(AcpState):
                 and len(content) == 2
                 and content.get("type") == "text"
                 and (text := content.get("text")).__class__ is str
-                and params.get("sessionId") == self._session_id is not None
+                and params.get("sessionId") == session.id is not None
                 and not text.startswith(_MODE_UPDATE)
-                and (taker := getattr(self._events, "message_text", None)) is not None
+                and (taker := getattr(session.events, "message_text", None)) is not None
             ):
                 taker(text)
                 return
-        if not isinstance(params, dict) or params.get("sessionId") != self._session_id:
+        if not isinstance(params, dict) or params.get("sessionId") != session.id:
             update = params.get("update") if isinstance(params, dict) else None
             kind = update.get("sessionUpdate") if isinstance(update, dict) else None
             log.debug("ignoring an update for another session: %s", kind)
             return
-        assert self._updates is not None
+        assert session.updates is not None
         chunk = plain_text_chunk(params)
         # The bulk of a stream is plain text, in the one form the schema takes as it
         # is: no models built for it (issue 25 item 3).
-        events = self._updates.text_chunk(*chunk) if chunk else self._validated_update(params)
+        events = session.updates.text_chunk(*chunk) if chunk else self._validated_update(params)
         for event in events:
             if isinstance(event, SessionUpdate) and "mode" in event.values:
-                self._grants.agent_mode(event.values["mode"])
-        self._emit(*events)
+                session.grants.agent_mode(event.values["mode"])
+        session.emit(*events)
 
     def _validated_update(self, params: dict[str, Any]) -> list[Any]:
         from pydantic import ValidationError
 
         from . import messages as schema
 
-        assert self._updates is not None
+        session = self._session
+        assert session.updates is not None
         try:
             notification = schema.SessionNotification.model_validate(params)
         except ValidationError:
@@ -147,47 +158,51 @@ class AcpClientRequests(AcpState):
             kind = update.get("sessionUpdate") if isinstance(update, dict) else None
             log.info("ignoring a session update the plugin does not know: %s", kind)
             return []
-        return [self._as_written(e) for e in self._updates.translate(notification.update)]
+        return [self._as_written(e) for e in session.updates.translate(notification.update)]
 
     def _as_written(self, event: Any) -> Any:
         """A finished edit the user changed shows the text written, not the proposal."""
-        if not isinstance(event, ToolCallUpdate) or event.call.id not in self._written:
+        session = self._session
+        if not isinstance(event, ToolCallUpdate) or event.call.id not in session.written:
             return event
         if event.call.status not in FINISHED:
             return event
         from .events import unified_diff
 
-        path, old, written = self._written.pop(event.call.id)
+        path, old, written = session.written.pop(event.call.id)
         call = event.call
-        if call.status != "succeeded" or self._updates is None:
+        if call.status != "succeeded" or session.updates is None:
             return event
-        return self._updates.put(call.but(result=unified_diff(path, old, written)))
+        return session.updates.put(call.but(result=unified_diff(path, old, written)))
 
     async def _on_permission(self, params: Any) -> Any:
         from . import messages as schema
 
+        session = self._session
         request = schema.RequestPermissionRequest.model_validate(params)
-        if request.session_id != self._session_id or self._updates is None:
+        if request.session_id != session.id or session.updates is None:
             return {"outcome": {"outcome": "cancelled"}}
         refused = await self._vet_paths(request.tool_call)
         if refused is not None:
             return refused
-        call = self._updates.permission(request.tool_call, request.options)
-        if call.id in self._permissions:
+        call = session.updates.permission(request.tool_call, request.options)
+        if call.id in session.permissions:
             # A second request with the id of one still waiting: the agent's ids are
             # not the user's. It gets an id of its own, so each is answered.
             original, n = call.id, 2
-            while f"{original}#{n}" in self._permissions or self._updates.call(f"{original}#{n}"):
+            while f"{original}#{n}" in session.permissions or session.updates.call(
+                f"{original}#{n}"
+            ):
                 n += 1
             call = call.but(id=f"{original}#{n}")
-            self._aliases[call.id] = original
-        pending = self._permissions.open(call)
-        self._emit(self._updates.put(call))
+            session.aliases[call.id] = original
+        pending = session.permissions.open(call)
+        session.emit(session.updates.put(call))
         self._settle()
         try:
             option_id = await pending.answer
         finally:
-            self._permissions.close(call.id)
+            session.permissions.close(call.id)
         if option_id is None:
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": option_id}}
@@ -199,19 +214,20 @@ class AcpClientRequests(AcpState):
         from ..files import FileAccessError
         from . import messages as schema
 
-        assert self._files is not None and self._updates is not None
+        session = self._session
+        assert session.files is not None and session.updates is not None
         for item in tool_call.content or ():
             if not isinstance(item, schema.FileEditToolCallContent):
                 continue
             try:
-                await self._files.check_edit(item.path)
+                await session.files.check_edit(item.path)
             except FileAccessError as exc:
                 log.warning("refused the agent's edit request: %s", exc)
-                shown_call = self._updates.call(tool_call.tool_call_id)
+                shown_call = session.updates.call(tool_call.tool_call_id)
                 if shown_call is not None and shown_call.status not in FINISHED:
                     done = shown_call.but(status="cancelled", confirmation=None, error=str(exc))
-                    self._emit(self._updates.put(done))
-                self._emit(
+                    session.emit(session.updates.put(done))
+                session.emit(
                     Notice(
                         f"The agent asked to edit a file the plugin does not show: {exc}."
                         " Answered cancelled.",
@@ -225,28 +241,31 @@ class AcpClientRequests(AcpState):
         from . import messages as schema
 
         request = schema.ReadTextFileRequest.model_validate(params)
-        assert self._files is not None
-        text = await self._files.read(request.path, request.line, request.limit)
+        assert self._session.files is not None
+        text = await self._session.files.read(request.path, request.line, request.limit)
         return {"content": text}
 
     async def _on_write(self, params: Any) -> Any:
         from ..files import FileAccessError
         from . import messages as schema
 
+        session = self._session
         request = schema.WriteTextFileRequest.model_validate(params)
-        assert self._files is not None
-        if any(p == request.path and w == request.content for p, _, w in self._written.values()):
+        assert session.files is not None
+        if any(p == request.path and w == request.content for p, _, w in session.written.values()):
             # The agent writes the user's version itself (IDE twin): its tool result
             # tells the model; no note needed.
-            self._notes.pop(request.path, None)
+            session.notes.pop(request.path, None)
         try:
-            self._grants.take(request.path, request.content)
+            session.grants.take(request.path, request.content)
         except PermissionError as exc:
-            self._emit(Notice(f"The agent's write was refused: {exc}.", "warning"))
+            session.emit(Notice(f"The agent's write was refused: {exc}.", "warning"))
             raise FileAccessError(str(exc)) from None
         try:
-            await self._files.write(request.path, request.content)
+            await session.files.write(request.path, request.content)
         except Exception as exc:
-            self._emit(Notice(f"The agent's write to {shown(request.path)} failed: {exc}", "error"))
+            session.emit(
+                Notice(f"The agent's write to {shown(request.path)} failed: {exc}", "error")
+            )
             raise
         return {}

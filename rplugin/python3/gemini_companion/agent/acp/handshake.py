@@ -1,112 +1,149 @@
 """Opening a session with the agent: ``initialize`` (fs capabilities: the agent
-reads and writes files through Neovim), ``session/new`` or ``session/load`` with
-the plugin's MCP servers, ``authenticate`` when the agent asks for a login and
-the user chose a method; and the wait before loading a session started in this
-minute (Gemini CLI 0.61.0 would overwrite it)."""
+reads and writes files through Neovim; :func:`initialize`), ``session/new`` or
+``session/load`` with the plugin's MCP servers, ``authenticate`` when the agent
+asks for a login and the user chose a method (:class:`Handshake`); and the wait
+before loading a session started in this minute (Gemini CLI 0.61.0 would
+overwrite it)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..mcp_servers import acp_mcp_server
 from ..model import Notice, SessionUpdate
 from ..transport import TransportError
-from .grants import WriteGrants
-from .process import AgentChild
-from .turns import AcpTurns
 from .wire import AUTH_REQUIRED, PROTOCOL_VERSION, AgentError, initialize_params
+
+if TYPE_CHECKING:
+    from ..model import AgentEvent
+    from ..transport import TransportContext
+    from .sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
+Request = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
 
-class AcpHandshake(AcpTurns):
-    """initialize, login, and the session's start or load."""
 
-    async def _initialize(
-        self, child: AgentChild, loading: asyncio.Future[None] | None = None
-    ) -> None:
-        raw = await self._request("initialize", initialize_params())
-        if loading is not None:
-            await loading
-        from . import messages as schema
+class Hello(NamedTuple):
+    """What ``initialize``'s answer told (the first conversation's on the shared
+    agent, given to the others: shared.py keeps it as this tuple)."""
 
-        response = schema.InitializeResponse.model_validate(raw)
-        if response.protocol_version != PROTOCOL_VERSION:
-            raise TransportError(
-                f"the agent speaks ACP version {response.protocol_version}; the plugin speaks"
-                f" version {PROTOCOL_VERSION}: update the plugin or the agent"
-            )
-        info = response.agent_info
-        self._greeted(
-            dict(raw.get("agentCapabilities") or {}),
-            [m for m in raw.get("authMethods") or [] if isinstance(m, dict)],
-            {"name": info.name, "version": info.version} if info else {},
-        )
+    capabilities: dict[str, Any]
+    auth_methods: list[dict[str, Any]]
+    agent: dict[str, Any]
 
-    def _greeted(
-        self,
-        capabilities: dict[str, Any],
-        auth_methods: list[dict[str, Any]],
-        agent: dict[str, Any],
-    ) -> None:
-        """What initialize's answer told (by this conversation's, or by the first
-        conversation's on the shared agent: shared.py)."""
-        self._capabilities = capabilities
-        self._auth_methods = auth_methods
-        self._agent = agent
+    def update(self) -> SessionUpdate:
         # The same keys as the A2A transport's: checkhealth shows them.
-        self._emit(
-            SessionUpdate(
-                {"agent": self._agent.get("name"), "agent_version": self._agent.get("version")}
-            )
+        return SessionUpdate(
+            {"agent": self.agent.get("name"), "agent_version": self.agent.get("version")}
         )
 
-    async def _new_session(self) -> None:
-        params = {"cwd": self.context.workspace, "mcpServers": self._mcp_servers()}
+
+async def initialize(request: Request, loading: asyncio.Future[None] | None = None) -> Hello:
+    """``initialize``; ``loading``: the modules that read the answer, loading meanwhile."""
+    raw = await request("initialize", initialize_params())
+    if loading is not None:
+        await loading
+    from . import messages as schema
+
+    response = schema.InitializeResponse.model_validate(raw)
+    if response.protocol_version != PROTOCOL_VERSION:
+        raise TransportError(
+            f"the agent speaks ACP version {response.protocol_version}; the plugin speaks"
+            f" version {PROTOCOL_VERSION}: update the plugin or the agent"
+        )
+    info = response.agent_info
+    return Hello(
+        dict(raw.get("agentCapabilities") or {}),
+        [m for m in raw.get("authMethods") or [] if isinstance(m, dict)],
+        {"name": info.name, "version": info.version} if info else {},
+    )
+
+
+@dataclass(frozen=True)
+class SessionFacts:
+    """What the answer to ``session/new`` or ``session/load`` offers."""
+
+    mode: str | None = None
+    modes: tuple[str, ...] = ()
+    model: Any = None
+    models: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, raw: Mapping[str, Any]) -> SessionFacts:
+        modes = raw.get("modes") or {}
+        models = raw.get("models") or {}
+        return cls(
+            modes.get("currentModeId"),
+            tuple(str(m["id"]) for m in modes.get("availableModes") or [] if "id" in m),
+            models.get("currentModelId"),
+            tuple(str(m["modelId"]) for m in models.get("availableModels") or [] if "modelId" in m),
+        )
+
+    def update(self, session_id: str) -> SessionUpdate:
+        return SessionUpdate(
+            {
+                "session_id": session_id,
+                "mode": self.mode,
+                "modes": list(self.modes) or None,
+                "model": self.model,
+                "models": list(self.models) or None,
+            }
+        )
+
+
+class Handshake:
+    """A session started or loaded on the agent ``request`` reaches, with the
+    workspace and MCP servers of ``context`` and the login ``auth_method``."""
+
+    def __init__(
+        self,
+        context: TransportContext,
+        auth_method: str | None,
+        request: Request,
+        emit: Callable[[AgentEvent], None],
+        store: SessionStore,
+    ) -> None:
+        self.context = context
+        self._auth_method = auth_method
+        self._request = request
+        self._emit = emit
+        self._store: SessionStore | None = store
+
+    async def open(self, hello: Hello, session_id: str | None = None) -> tuple[str, Any]:
+        """``session/new`` (``session_id`` None) or ``session/load``: the session's id
+        and the agent's answer."""
+        params: dict[str, Any] = {
+            "cwd": self.context.workspace,
+            "mcpServers": self._mcp_servers(hello),
+        }
+        method = "session/new"
+        if session_id is not None:
+            params = {"sessionId": session_id, **params}
+            method = "session/load"
         try:
-            raw = await self._request("session/new", params)
+            raw = await self._request(method, params)
         except AgentError as exc:
             if exc.code != AUTH_REQUIRED:
                 raise
-            await self._authenticate(str(exc))
-            raw = await self._request("session/new", params)
-        session_id = str(raw["sessionId"])
-        self._session_started(raw, session_id)
-        assert self._store is not None
-        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
+            await self._authenticate(str(exc), hello)
+            raw = await self._request(method, params)
+        if session_id is None:
+            return str(raw["sessionId"]), raw
+        return session_id, raw or {}
 
-    async def _load(self, session_id: str) -> None:
-        params = {
-            "sessionId": session_id,
-            "cwd": self.context.workspace,
-            "mcpServers": self._mcp_servers(),
-        }
-        # Updates of the loaded session (its history) must not be taken for the old one's.
-        previous, self._session_id = self._session_id, session_id
-        assert self._updates is not None
-        self._updates.reset()
-        try:
-            try:
-                raw = await self._request("session/load", params)
-            except AgentError as exc:
-                if exc.code != AUTH_REQUIRED:
-                    raise
-                await self._authenticate(str(exc))
-                raw = await self._request("session/load", params)
-        except BaseException:
-            self._session_id = previous
-            raise
-        self._session_started(raw or {}, session_id)
-        assert self._store is not None
-        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
+    async def wait_before_load(self, session_id: str) -> None:
+        """Before ``session/load`` of ``session_id``: see :meth:`_wait_for_a_new_minute`."""
+        await self._wait_for_a_new_minute(session_id)
 
-    async def _authenticate(self, why: str) -> None:
-        offered = {str(m.get("id")): m for m in self._auth_methods}
-        wanted = self.options.auth_method
+    async def _authenticate(self, why: str, hello: Hello) -> None:
+        offered = {str(m.get("id")): m for m in hello.auth_methods}
+        wanted = self._auth_method
         if wanted is None or wanted not in offered:
             choices = "; ".join(f"{mid!r} ({m.get('name') or mid})" for mid, m in offered.items())
             hint = (
@@ -124,33 +161,8 @@ class AcpHandshake(AcpTurns):
         except AgentError as exc:
             raise TransportError(f"logging in with {wanted!r} failed: {exc}") from None
 
-    def _session_started(self, raw: Mapping[str, Any], session_id: str) -> None:
-        self._session_id = session_id
-        modes = raw.get("modes") or {}
-        # A new session: no grant carries over; its first mode is the user's own
-        # configuration (settings, flags).
-        self._grants = WriteGrants()
-        self._grants.user_mode(modes.get("currentModeId"))
-        models = raw.get("models") or {}
-        self._current_model = models.get("currentModelId")
-        self._modes = [str(m["id"]) for m in modes.get("availableModes") or [] if "id" in m]
-        self._models = [
-            str(m["modelId"]) for m in models.get("availableModels") or [] if "modelId" in m
-        ]
-        self._emit(
-            SessionUpdate(
-                {
-                    "session_id": session_id,
-                    "mode": modes.get("currentModeId"),
-                    "modes": self._modes or None,
-                    "model": models.get("currentModelId"),
-                    "models": self._models or None,
-                }
-            )
-        )
-
-    def _mcp_servers(self) -> list[dict[str, Any]]:
-        mcp = self._capabilities.get("mcpCapabilities") or {}
+    def _mcp_servers(self, hello: Hello) -> list[dict[str, Any]]:
+        mcp = hello.capabilities.get("mcpCapabilities") or {}
         servers = []
         for server in self.context.mcp_servers:
             converted = acp_mcp_server(server)

@@ -1,136 +1,56 @@
-"""What the ACP client knows of its agent, shared by the pieces of
-:class:`~.transport.AcpTransport` (a ladder of classes, one module each:
-``state.py``, ``client_requests.py``, ``turns.py``, ``handshake.py``,
-``transport.py``): the child and its session, the turn, the permissions waiting
-and the grants, and the one way requests go to the agent (:meth:`AcpState._request`:
-a broken connection stops the child, so that the next prompt starts it again)."""
+"""The state the parts of one ACP conversation share (transport.py builds the
+parts and hands each what it needs): the session's id, the sink its events go to,
+the tool calls as shown (events.py), file access (agent/files.py), the
+permissions waiting for the user, the writes they granted, and the edits the user
+accepted with changes of their own. One dataclass, passed explicitly to the parts
+that read or change it; nothing else of a part is reached by another."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ..model import StatusChange
-from ..transport import EventSink, Transport, TransportContext, TransportError
 from .grants import WriteGrants
-from .options import AcpOptions
 from .permissions import PendingPermissions
-from .process import AgentChild
-from .wire import AgentError, error_text
 
 if TYPE_CHECKING:
     from ..files import EditorFiles
+    from ..model import AgentEvent
+    from ..transport import EventSink
     from .events import UpdateTranslator
-    from .sessions import SessionStore
-    from .shared import AcpTransport, SharedAgent
 
 
-log = logging.getLogger(__name__)
+@dataclass(eq=False)
+class AcpSession:
+    """One conversation's ACP session, as its parts share it. Server loop only."""
 
+    events: EventSink | None = None
+    """Where the panel's events go (``Transport.start``'s sink)."""
+    id: str | None = None
+    """The ACP session (shared.py routes the agent's messages by it)."""
+    updates: UpdateTranslator | None = None
+    """The tool calls as shown; made once the modules that read messages are loaded."""
+    files: EditorFiles | None = None
+    """The agent's file access through Neovim; made with ``updates``."""
+    permissions: PendingPermissions = field(default_factory=PendingPermissions)
+    grants: WriteGrants = field(default_factory=WriteGrants)
+    """The writes the user approved; a new session starts with none (handshake)."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """The ids given to requests that came with the id of one still waiting
+    (21.8): alias -> the agent's id, whose updates the alias follows."""
+    written: dict[str, tuple[str, str | None, str]] = field(default_factory=dict)
+    """Edits the user accepted with changes: call id -> (path, old text, the text
+    written), shown in place of the agent's own diff."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """What the agent is told with the next prompt of those edits, by file."""
 
-class AcpState(Transport):
-    """The ACP client's state; the classes above it read and change it."""
-
-    protocol = "acp"
-
-    def __init__(self, context: TransportContext) -> None:
-        super().__init__(context)
-        self.options = AcpOptions.from_mapping(context.options)
-        self._events: EventSink | None = None
-        self._child: AgentChild | None = None
-        self._session_id: str | None = None
-        self._agent: dict[str, Any] = {}
-        self._capabilities: dict[str, Any] = {}
-        self._auth_methods: list[dict[str, Any]] = []
-        self._modes: list[str] = []
-        self._models: list[str] = []
-        self._updates: UpdateTranslator | None = None
-        self._files: EditorFiles | None = None
-        self._store: SessionStore | None = None
-        self._permissions = PendingPermissions()
-        self._grants = WriteGrants()
-        # The ids given to requests that came with the id of one still waiting
-        # (21.8): alias -> the agent's id, whose updates the alias follows.
-        self._aliases: dict[str, str] = {}
-        # Edits the user accepted with changes: what was written (call id -> path,
-        # old text, written text), shown in place of the agent's own diff; and what
-        # the agent is told with the next prompt (by file).
-        self._written: dict[str, tuple[str, str | None, str]] = {}
-        self._notes: dict[str, str] = {}
-        self._chosen_model: str | None = None  # the user's (:GeminiAgentModel)
-        self._current_model: Any = None
-        self._turn: asyncio.Task[None] | None = None
-        self._settled = asyncio.Event()
-        self._stopping = False
-        self._exit_message: str | None = None
-
-    @property
-    def connected(self) -> bool:
-        child = self._child
-        return (
-            child is not None
-            and child.returncode is None
-            and self._session_id is not None
-            and self._exit_message is None
-        )
-
-    def _emit(self, *events: Any) -> None:
-        if self._events is not None:
+    def emit(self, *events: AgentEvent) -> None:
+        if self.events is not None:
             for event in events:
-                self._events.emit(event)
+                self.events.emit(event)
 
-    def _settle(self) -> None:
-        self._settled.set()
-
-    def _require_session(self) -> str:
-        if self._session_id is None or not self.connected:
-            raise TransportError(self._exit_message or "the agent is not running")
-        return self._session_id
-
-    @property
-    def session_id(self) -> str | None:
-        """The ACP session of this conversation (shared.py routes by it)."""
-        return self._session_id
-
-    def _shared(self) -> SharedAgent:
-        from .shared import shared_agent
-
-        return shared_agent(self.context.shared)
-
-    async def _shutdown_child(self) -> None:
-        """Let the agent go: stopped when no other conversation uses it (shared.py)."""
-        child, self._child = self._child, None
-        if child is not None and self._shared().release(cast("AcpTransport", self), child):
-            await child.stop()
-
-    def _answer_all_cancelled(self) -> None:
-        for call in self._permissions.cancel_all():
-            if self._updates is not None:
-                self._emit(self._updates.put(call.but(status="cancelled", confirmation=None)))
-
-    async def _request(self, method: str, params: Mapping[str, Any]) -> Any:
-        from acp.exceptions import RequestError
-
-        child = self._child
-        if child is None or self._exit_message is not None:
-            raise TransportError(self._exit_message or "the agent is not running")
-        try:
-            return await child.connection.send_request(method, dict(params))
-        except RequestError as exc:
-            raise AgentError(exc.code, error_text(exc), exc.data) from None
-        except ConnectionError:
-            # The output closed: the exit (and its code) follows at once, normally.
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(child.wait()), 2)
-            if self._exit_message is None and child is self._child:
-                # The connection broke but the process lives on: stopped, so that the
-                # next prompt starts it again as the message says.
-                self._exit_message = child.exit_text()
-                log.warning("%s", self._exit_message)
-                self._answer_all_cancelled()
-                await self._shutdown_child()
-                self._emit(StatusChange("error", self._exit_message))
-            raise TransportError(self._exit_message or child.exit_text()) from None
+    def cancel_waiting(self) -> None:
+        """Answer every permission still waiting ``cancelled``, shown so."""
+        for call in self.permissions.cancel_all():
+            if self.updates is not None:
+                self.emit(self.updates.put(call.but(status="cancelled", confirmation=None)))

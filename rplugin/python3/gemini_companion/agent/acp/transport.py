@@ -30,33 +30,45 @@ How ACP meets the panel's contract (transport.py):
 - A child that exits is reported at once; garbage on its stdout is shown once per
   run and otherwise ignored; everything it writes to stderr goes to the log.
 
-:class:`AcpTransport` is the top of a ladder of classes, one module each, that
-share the client's state (the child, the session, the turn with its permissions):
-``state.py`` (that state, and requests to the agent), ``client_requests.py``
-(the agent's requests: updates, permissions, file reads and writes),
-``turns.py`` (a prompt's turn), ``handshake.py`` (initialize, login, a session
-started or loaded), and this module (the panel's interface and the child's
-life). The jobs that stand alone are out: wire.py (JSON-RPC on the pipes),
-process.py (the child), options.py, permissions.py (requests waiting for the
-user), grants.py, events.py (updates as the panel's events), sessions.py,
-``agent/files.py`` (file access) and ``agent/mcp_servers.py``.
+:class:`AcpTransport` holds small parts, each with its own job and a narrow
+interface, built in its ``__init__``: ``link.py`` (the child process the
+conversation uses, requests to it, its end), ``client_requests.py`` (what the
+agent asks: updates, permissions, file reads and writes), ``turns.py`` (a
+prompt's turn), ``handshake.py`` (initialize, login, a session started or
+loaded) and ``answers.py`` (the user's answer to a permission). The state they
+share is one dataclass, ``state.py``'s :class:`~.state.AcpSession`, handed to the
+parts that need it; this module holds the panel's interface and ties the parts
+together. The jobs that stand alone are out: wire.py (JSON-RPC on the pipes),
+process.py (the child), shared.py (the one agent process of all conversations),
+options.py, permissions.py (requests waiting for the user), grants.py, events.py
+(updates as the panel's events), sessions.py, ``agent/files.py`` (file access) and
+``agent/mcp_servers.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...sdk import skip_package_inits
-from ..model import REJECT_KINDS, Notice, Prompt, SessionUpdate, StatusChange
-from ..transport import EventSink, NotSupportedError, TransportError
-from .handshake import AcpHandshake
-from .process import AgentChild, spawn
+from ..model import Notice, Prompt, SessionUpdate
+from ..transport import EventSink, NotSupportedError, Transport, TransportContext, TransportError
+from .answers import answer_permission
+from .client_requests import ClientRequests
+from .grants import WriteGrants
+from .handshake import Handshake, Hello, SessionFacts, initialize
+from .link import AgentLink, within
+from .options import AcpOptions
+from .shared import shared_agent
+from .state import AcpSession
+from .turns import TurnRunner
 from .wire import PROTOCOL_VERSION, AgentError
+
+if TYPE_CHECKING:
+    from .process import AgentChild
+    from .sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -71,55 +83,87 @@ def _import_protocol() -> None:
     from . import events, sessions  # noqa: F401
 
 
-class AcpTransport(AcpHandshake):
+class AcpTransport(Transport):
     """The panel's client of ``gemini --acp``. Use on the server loop only."""
+
+    protocol = "acp"
+
+    def __init__(self, context: TransportContext) -> None:
+        super().__init__(context)
+        self.options = AcpOptions.from_mapping(context.options)
+        self._shared = shared_agent(context.shared)
+        session = self._session = AcpSession()
+        self._link = AgentLink(self._shared, self, session.cancel_waiting, session.emit)
+        self._turns = TurnRunner(session, self._link.request, self._agent_gone)
+        self._requests = ClientRequests(session, self._turns.settle)
+        self._hello = Hello({}, [], {})
+        self._facts = SessionFacts()
+        self._chosen_model: str | None = None  # the user's (:GeminiAgentModel)
+        # Made once the modules that read the agent's messages are loaded (_set_up).
+        self._store: SessionStore | None = None
+        self._handshake: Handshake | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self._link.alive and self._session.id is not None
+
+    @property
+    def session_id(self) -> str | None:
+        """The ACP session of this conversation (shared.py routes by it)."""
+        return self._session.id
+
+    def _agent_gone(self) -> bool:
+        return self._link.exit_message is not None
+
+    def _require_session(self) -> str:
+        if self._session.id is None or not self.connected:
+            raise self._link.failure()
+        return self._session.id
 
     # -- Transport ----------------------------------------------------------------------
 
     async def start(self, events: EventSink) -> None:
-        self._events = events
+        self._session.events = events
         # The agent starts and is sent ``initialize`` at once; the modules that
         # read its messages load in a thread meanwhile and are awaited once the
         # answer is in (issue 25 item 1). Not the ``acp`` package's __init__, which
         # would load its whole schema (half a second of pydantic models, sdk.py).
         skip_package_inits("acp")
         loading = asyncio.ensure_future(asyncio.to_thread(_import_protocol))
-        # Its failure is raised by _initialize, or the start failed before: never unread.
+        # Its failure is raised by initialize(), or the start failed before: never unread.
         loading.add_done_callback(lambda f: f.cancelled() or f.exception())
-        await self._shutdown_child()
-        restarted = self._exit_message is not None
-        previous = self._session_id
-        self._stopping = False
-        self._exit_message = None
-        self._session_id = None
-        shared = self._shared()
+        await self._link.shutdown()
+        restarted = self._link.begin()
+        previous, self._session.id = self._session.id, None
+        shared = self._shared
         try:
             async with shared.lock:
                 # The agent the other conversations use, or one started now.
                 child = shared.live()
                 if child is None:
-                    child = await self._spawn()
-                    shared.attach(self, child)
-                    await self._within_startup(self._initialize(child, loading), "initialize")
-                    shared.hello = (self._capabilities, self._auth_methods, self._agent)
+                    await self._link.spawn(self.options, self.context.workspace, self.context.env)
+                    self._hello = await self._within_startup(
+                        initialize(self._link.request, loading), "initialize"
+                    )
+                    shared.hello = self._hello
                 else:
-                    shared.attach(self, child)
-                    self._child = child
+                    self._link.join(child)
                     await loading
                     assert shared.hello is not None  # live() holds it
-                    self._greeted(*shared.hello)
+                    self._hello = Hello(*shared.hello)
+                self._session.emit(self._hello.update())
             self._set_up()
             await self._within_startup(self._new_session(), "session/new")
         except BaseException:
-            await self._shutdown_child()
+            await self._link.shutdown()
             raise
         if restarted and previous is not None:
             how = (
                 f" (:GeminiAgentResume {previous} loads it)"
-                if self._capabilities.get("loadSession")
+                if self._hello.capabilities.get("loadSession")
                 else ""
             )
-            self._emit(
+            self._session.emit(
                 Notice(
                     "The agent was restarted in a new session: it does not remember the"
                     f" conversation above{how}."
@@ -132,249 +176,189 @@ class AcpTransport(AcpHandshake):
         from .events import UpdateTranslator
         from .sessions import SessionStore, default_path
 
-        if self._updates is None:
-            self._updates = UpdateTranslator()
-            self._files = EditorFiles(self.context.editor, self.context.paths)
+        if self._session.updates is None:
+            self._session.updates = UpdateTranslator()
+            self._session.files = EditorFiles(self.context.editor, self.context.paths)
             self._store = SessionStore(
                 self.options.sessions_file or default_path(dict(self.context.env))
             )
+            self._handshake = Handshake(
+                self.context,
+                self.options.auth_method,
+                self._link.request,
+                self._session.emit,
+                self._store,
+            )
+
+    async def _new_session(self) -> None:
+        assert self._handshake is not None and self._store is not None
+        session_id, raw = await self._handshake.open(self._hello)
+        self._started(raw, session_id)
+        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
+
+    async def _load(self, session_id: str) -> None:
+        assert self._handshake is not None and self._store is not None
+        # Updates of the loaded session (its history) must not be taken for the old one's.
+        previous, self._session.id = self._session.id, session_id
+        assert self._session.updates is not None
+        self._session.updates.reset()
+        try:
+            _, raw = await self._handshake.open(self._hello, session_id)
+        except BaseException:
+            self._session.id = previous
+            raise
+        self._started(raw, session_id)
+        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
+
+    def _started(self, raw: Mapping[str, Any], session_id: str) -> None:
+        facts = self._facts = SessionFacts.of(raw)
+        self._session.id = session_id
+        # A new session: no grant carries over; its first mode is the user's own
+        # configuration (settings, flags).
+        self._session.grants = WriteGrants()
+        self._session.grants.user_mode(facts.mode)
+        self._session.emit(facts.update(session_id))
 
     async def prompt(self, prompt: Prompt) -> None:
         from .events import prompt_blocks
 
         session_id = self._require_session()
-        if self._turn is not None and not self._turn.done():
+        if self._turns.busy:
             raise TransportError("the agent is still busy with the last prompt")
         if prompt.images and not self.takes_images():
             raise TransportError("the agent takes no images (its promptCapabilities has no image)")
         blocks = prompt_blocks(
             prompt,
             embedded_context=bool(
-                (self._capabilities.get("promptCapabilities") or {}).get("embeddedContext")
+                (self._hello.capabilities.get("promptCapabilities") or {}).get("embeddedContext")
             ),
         )
-        if self._notes:
-            blocks = [_text("\n".join(self._notes.values())), *blocks]
-            self._notes = {}
+        notes = self._session.notes
+        if notes:
+            blocks = [_text("\n".join(notes.values())), *blocks]
+            notes.clear()
         assert self._store is not None
         await asyncio.to_thread(self._store.touch, session_id, self.context.workspace, prompt.text)
-        await self._run_turn({"sessionId": session_id, "prompt": blocks})
+        await self._turns.run({"sessionId": session_id, "prompt": blocks})
 
     def takes_images(self) -> bool:
         # Only with promptCapabilities.image in initialize's answer (0.61.0 has it).
-        return bool((self._capabilities.get("promptCapabilities") or {}).get("image"))
+        return bool((self._hello.capabilities.get("promptCapabilities") or {}).get("image"))
 
     async def run_command(self, name: str, args: str) -> None:
         # ACP has no method for commands: the agent takes "/name args" as a prompt.
         text = f"/{name.lstrip('/')} {args}".rstrip()
-        await self._run_turn({"sessionId": self._require_session(), "prompt": [_text(text)]})
+        await self._turns.run({"sessionId": self._require_session(), "prompt": [_text(text)]})
 
     async def answer(self, call_id: str, option_id: str | None, new_content: str | None) -> None:
-        pending = self._permissions.get(call_id)
-        if pending is None or pending.answer.done():
-            raise TransportError("the agent is no longer waiting for that answer")
-        confirmation = pending.call.confirmation
-        if confirmation is None:
-            raise TransportError("the agent is no longer waiting for that answer")
-        option = None
-        if option_id is not None:  # None: rejected, and no reject option: cancelled
-            option = next((o for o in confirmation.options if o.id == option_id), None)
-            if option is None:
-                raise TransportError(f"the agent did not offer the option {option_id!r}")
-        rejected = option is None or option.kind in REJECT_KINDS
-        assert self._updates is not None and self._files is not None
-        if (
-            not rejected
-            and confirmation.kind == "edit"
-            and confirmation.file_path
-            and new_content is not None
-            and confirmation.new_content is not None
-        ):
-            # The agent writes its own proposal through fs/write_text_file; that
-            # write takes the user's version (files.py). ACP cannot tell the agent:
-            # the tool block shows what was written, and the model is told with the
-            # next prompt; unless the agent writes the user's version itself (IDE
-            # mode on: the review answered its IDE twin with it, review.py).
-            from ..review import user_edit_note
-
-            self._files.expect_write(confirmation.file_path, confirmation.new_content, new_content)
-            self._written[self._aliases.get(call_id, call_id)] = (
-                confirmation.file_path,
-                confirmation.old_content,
-                new_content,
-            )
-            self._notes[confirmation.file_path] = user_edit_note(
-                confirmation.file_path, confirmation.new_content, new_content
-            )
-        if (
-            option is not None
-            and not rejected
-            and confirmation.kind == "edit"
-            and confirmation.file_path
-            and confirmation.new_content is not None
-        ):
-            # The one write this answer lets through (grants.py): of the proposal, or
-            # of the user's version when the agent writes that itself (IDE twin).
-            self._grants.allowed(
-                confirmation.file_path,
-                confirmation.new_content,
-                always=option.kind == "allow_always",
-                accepted=new_content,
-            )
-        if rejected:
-            call = pending.call.but(status="cancelled", confirmation=None, result="Rejected.")
-        else:
-            call = pending.call.but(status="executing", confirmation=None)
-        self._emit(self._updates.put(call))
-        self._permissions.answer(call_id, option_id)
-        await self._wait_settled()
+        answer_permission(self._session, call_id, option_id, new_content)
+        await self._turns.wait_settled()
 
     async def cancel(self) -> None:
-        child, session_id = self._child, self._session_id
-        self._answer_all_cancelled()
-        if child is None or session_id is None or self._exit_message is not None:
+        self._session.cancel_waiting()
+        session_id = self._session.id
+        if session_id is None:
             return
-        with contextlib.suppress(ConnectionError):
-            await child.connection.send_notification("session/cancel", {"sessionId": session_id})
-        turn = self._turn
-        if turn is None or turn.done():
+        if not await self._link.notify("session/cancel", {"sessionId": session_id}):
+            return
+        turn = self._turns.task
+        if turn is None:
             return
         done, _ = await asyncio.wait({turn}, timeout=self.options.cancel_timeout)
         if done:
             return
-        message = (
+        await self._link.give_up(
             f"the agent did not stop within {self.options.cancel_timeout:g} s of the cancel:"
             " it was stopped, and the next prompt starts it again"
         )
-        log.warning("%s", message)
-        self._exit_message = message
-        await self._shutdown_child()
-        self._emit(StatusChange("error", message))
 
     async def stop(self) -> None:
-        self._stopping = True
-        self._answer_all_cancelled()
-        turn = self._turn
-        if turn is not None and not turn.done():
-            turn.cancel()
-        await self._shutdown_child()
-        self._session_id = None
+        self._session.cancel_waiting()
+        self._turns.stop()
+        await self._link.close()
+        self._session.id = None
 
     async def set_mode(self, mode_id: str) -> None:
         session_id = self._require_session()
-        if not self._modes:
+        modes = self._facts.modes
+        if not modes:
             raise NotSupportedError("the agent offers no modes")
-        if mode_id not in self._modes:
-            raise TransportError(f"no mode {mode_id!r}: the agent offers {', '.join(self._modes)}")
-        await self._request("session/set_mode", {"sessionId": session_id, "modeId": mode_id})
-        self._grants.user_mode(mode_id)
-        self._emit(SessionUpdate({"mode": mode_id}))
+        if mode_id not in modes:
+            raise TransportError(f"no mode {mode_id!r}: the agent offers {', '.join(modes)}")
+        await self._link.request("session/set_mode", {"sessionId": session_id, "modeId": mode_id})
+        self._session.grants.user_mode(mode_id)
+        self._session.emit(SessionUpdate({"mode": mode_id}))
 
     async def set_model(self, model_id: str) -> None:
         session_id = self._require_session()
-        if not self._models:
+        models = self._facts.models
+        if not models:
             raise NotSupportedError("the agent offers no choice of model")
-        if model_id not in self._models:
-            raise TransportError(
-                f"no model {model_id!r}: the agent offers {', '.join(self._models)}"
-            )
+        if model_id not in models:
+            raise TransportError(f"no model {model_id!r}: the agent offers {', '.join(models)}")
         # Gemini CLI 0.61.0 implements the draft ``session/set_model``.
-        await self._request("session/set_model", {"sessionId": session_id, "modelId": model_id})
+        await self._link.request(
+            "session/set_model", {"sessionId": session_id, "modelId": model_id}
+        )
         self._chosen_model = model_id
-        self._emit(SessionUpdate({"model": model_id}))
+        self._session.emit(SessionUpdate({"model": model_id}))
 
     async def sessions(self) -> list[Mapping[str, Any]]:
         if self._store is None:
             raise TransportError("the agent has not started yet")
-        if self._capabilities and not self._capabilities.get("loadSession"):
+        capabilities = self._hello.capabilities
+        if capabilities and not capabilities.get("loadSession"):
             raise NotSupportedError("the agent cannot load past sessions")
         return await asyncio.to_thread(self._store.list, self.context.workspace)
 
     async def resume(self, session_id: str) -> None:
-        if self._turn is not None and not self._turn.done():
+        if self._turns.busy:
             raise TransportError("the agent is busy: cancel the running prompt first")
-        if not self._capabilities.get("loadSession"):
+        if not self._hello.capabilities.get("loadSession"):
             raise NotSupportedError("the agent cannot load past sessions")
-        self._emit(Notice(f"Loading the conversation {session_id}..."))
-        await self._wait_for_a_new_minute(session_id)
+        self._session.emit(Notice(f"Loading the conversation {session_id}..."))
+        assert self._handshake is not None
+        await self._handshake.wait_before_load(session_id)
         try:
             await self._load(session_id)
         except AgentError as exc:
             raise TransportError(f"the agent could not load {session_id}: {exc}") from None
         # Gemini CLI 0.61.0 loads a conversation with its default model: the one the
         # user chose stays.
-        chosen = self._chosen_model
-        if chosen is not None and chosen in self._models and chosen != self._current_model:
+        chosen, facts = self._chosen_model, self._facts
+        if chosen is not None and chosen in facts.models and chosen != facts.model:
             await self.set_model(chosen)
 
     def health(self) -> Mapping[str, Any]:
         return {
             "command": list(self.options.cmd),
-            "agent": dict(self._agent),
+            "agent": dict(self._hello.agent),
             "protocol_version": PROTOCOL_VERSION,
-            "session_id": self._session_id,
+            "session_id": self._session.id,
         }
 
-    # -- the child process ----------------------------------------------------------------
+    # -- what shared.py hands this conversation (its AcpTransport protocol) ---------------
 
-    async def _spawn(self) -> AgentChild:
-        shared = self._shared()
-        child = await spawn(
-            self.options.cmd,
-            cwd=self.context.workspace,
-            env={**self.context.env, **self.options.env},
-            handler=shared.handle,
-            on_garbage=shared.garbage,
-            on_refused=shared.refused,
-            on_update=shared.on_update,
-        )
-        child.tasks.append(asyncio.get_running_loop().create_task(shared.watch(child)))
-        self._child = child
-        return child
+    async def _handle(self, method: str, params: Any, is_notification: bool) -> Any:
+        return await self._requests.handle(method, params, is_notification)
+
+    def _on_update(self, params: Any) -> None:
+        self._requests.on_update(params)
 
     def _garbage(self, child: AgentChild, line: bytes) -> None:
-        child.garbage_lines += 1
-        text = line.decode("utf-8", "replace")
-        log.warning("agent stdout, not ACP (ignored): %s", text[:2000])
-        if child.garbage_lines == 1 and child is self._child:
-            excerpt = text if len(text) <= 120 else text[:117] + "..."
-            self._emit(
-                Notice(
-                    f"The agent printed something that is not ACP on its stdout (ignored;"
-                    f" more in the log): {excerpt}",
-                    "warning",
-                )
-            )
+        self._link.garbage(child, line)
 
     def _refused(self, child: AgentChild, why: str) -> None:
-        log.warning("refused from the agent: %s", why)
-        if why not in child.refused and child is self._child:
-            child.refused.add(why)
-            self._emit(Notice(f"The agent sent {why}: refused (more in the log).", "warning"))
+        self._link.refused(child, why)
 
     async def _exited(self, child: AgentChild) -> None:
         """The agent process ``child`` exited (shared.py tells each conversation on it)."""
-        if child is not self._child or self._stopping:
-            return
-        message = child.exit_text()
-        log.warning("%s", message)
-        if self._exit_message is None:
-            self._exit_message = message
-        self._answer_all_cancelled()
-        with contextlib.suppress(Exception):
-            await child.connection.close()
-        # Shown once, here; a turn it ends finishes quietly (_wait_settled).
-        self._emit(StatusChange("error", message))
-        self._settle()
+        if await self._link.exited(child):
+            # Shown once, by the link; a turn it ends finishes quietly (wait_settled).
+            self._turns.settle()
 
     async def _within_startup(self, coro: Any, what: str) -> Any:
-        try:
-            return await asyncio.wait_for(coro, self.options.startup_timeout)
-        except asyncio.TimeoutError:
-            raise TransportError(
-                f"the agent did not answer {what} within {self.options.startup_timeout:g} s"
-                f" ({shlex.join(self.options.cmd)}; its stderr is in the log)"
-            ) from None
+        return await within(self.options.startup_timeout, self.options.cmd, coro, what)
 
 
 def _text(text: str) -> dict[str, Any]:

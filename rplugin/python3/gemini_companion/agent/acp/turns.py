@@ -5,34 +5,64 @@ calls the agent left open when the turn ended are finished in the transcript."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..model import FINISHED, Notice, TurnEnd, Usage
 from ..transport import TransportError
-from .client_requests import AcpClientRequests
+
+if TYPE_CHECKING:
+    from .state import AcpSession
+
+Request = Callable[[str, Mapping[str, Any]], Awaitable[Any]]
 
 
-class AcpTurns(AcpClientRequests):
-    """A prompt's turn and its end."""
+class TurnRunner:
+    """The session's one turn at a time: ``request`` sends to the agent (link.py),
+    ``gone`` tells whether the agent died or hung (already reported as the status)."""
 
-    async def _run_turn(self, params: Mapping[str, Any]) -> None:
+    def __init__(self, session: AcpSession, request: Request, gone: Callable[[], bool]) -> None:
+        self._session = session
+        self._request = request
+        self._gone = gone
+        self._turn: asyncio.Task[None] | None = None
+        self._settled = asyncio.Event()
+
+    @property
+    def busy(self) -> bool:
+        return self._turn is not None and not self._turn.done()
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """The running turn's task (None when none runs)."""
+        return self._turn if self.busy else None
+
+    def settle(self) -> None:
+        """Wake the waiter: the turn ended, or something now waits for the user."""
+        self._settled.set()
+
+    def stop(self) -> None:
         if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
+
+    async def run(self, params: Mapping[str, Any]) -> None:
+        if self.busy:
             raise TransportError("the agent is still busy with the last prompt")
         turn = asyncio.get_running_loop().create_task(self._prompt_request(params))
-        turn.add_done_callback(lambda _: self._settle())
+        turn.add_done_callback(lambda _: self.settle())
         self._turn = turn
-        await self._wait_settled()
+        await self.wait_settled()
 
     async def _prompt_request(self, params: Mapping[str, Any]) -> None:
+        session = self._session
         try:
             raw = await self._request("session/prompt", params)
         finally:
             # What the user allowed in this turn ends with it, however it ends: its
             # grants, and any accepted version of an edit the agent did not write.
-            self._grants.end_turn()
-            if self._files is not None:
-                self._files.forget_expected()
+            session.grants.end_turn()
+            if session.files is not None:
+                session.files.forget_expected()
         reason = str((raw or {}).get("stopReason") or "end_turn")
         self._finish_open_calls("cancelled" if reason == "cancelled" else None)
         notes = {
@@ -41,23 +71,23 @@ class AcpTurns(AcpClientRequests):
             "refusal": "The agent refused to go on.",
         }
         if reason in notes:
-            self._emit(Notice(notes[reason], "warning"))
-        self._emit(TurnEnd(reason, turn_usage(raw)))
+            session.emit(Notice(notes[reason], "warning"))
+        session.emit(TurnEnd(reason, turn_usage(raw)))
 
-    async def _wait_settled(self) -> None:
+    async def wait_settled(self) -> None:
         """Until the turn ended (its error raised here) or the agent waits for the user."""
         while True:
             turn = self._turn
             if turn is None or turn.done():
                 break
-            if self._permissions.waiting():
+            if self._session.permissions.waiting():
                 return
             self._settled.clear()
             await self._settled.wait()
         if turn is not None and not turn.cancelled() and turn.exception() is not None:
             exc = turn.exception()
             self._finish_open_calls("failed")
-            if self._exit_message is not None:
+            if self._gone():
                 return  # the agent died or hung: already reported as the status
             if isinstance(exc, TransportError):
                 raise exc
@@ -65,22 +95,23 @@ class AcpTurns(AcpClientRequests):
 
     def _finish_open_calls(self, status: str | None) -> None:
         """Tool calls the agent left open when the turn ended: cancelled or failed."""
-        updates = self._updates
+        session = self._session
+        updates = session.updates
         if updates is None:
             return
         for call in list(updates.calls.values()):
             if call.status in FINISHED:
                 continue
-            original = updates.call(self._aliases.get(call.id, ""))
+            original = updates.call(session.aliases.get(call.id, ""))
             if original is not None and original.status in FINISHED and status is None:
                 # An answered duplicate: the agent's updates went to its own id.
-                self._emit(updates.put(call.but(status=original.status, confirmation=None)))
+                session.emit(updates.put(call.but(status=original.status, confirmation=None)))
                 continue
             if status is None and call.status != "pending":
                 continue
             final = status or "cancelled"
-            self._emit(updates.put(call.but(status=final, confirmation=None)))
-        self._aliases.clear()
+            session.emit(updates.put(call.but(status=final, confirmation=None)))
+        session.aliases.clear()
 
 
 def turn_usage(raw: Any) -> Usage | None:
