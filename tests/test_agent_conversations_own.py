@@ -1,0 +1,79 @@
+"""What each conversation keeps of its own (issue 30, requirement 1): the images
+attached in it, its transcript's cursor and scroll, and its place on the one agent
+process when a cancel in it times out.
+
+Real parts: a headless Neovim with the plugin and its Python host, driving the
+scripted ACP agent (tests/agent_fakes/acp_agent.py), which logs the sessions it
+serves with its pid and the content blocks of each prompt."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agent_setup import transcript
+from conversation_helpers import (
+    WAIT,
+    agent,
+    conversations,
+    scripted_panel,
+    text_of,
+    wait_conversation,
+    wait_text,
+)
+from harness import Nvim, wait_for
+
+
+def _log(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_cancel_that_times_out_leaves_the_conversation_on_the_shared_agent(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    sessions, release, late = tmp_path / "sessions.jsonl", tmp_path / "release", tmp_path / "late"
+    nvim = scripted_panel(nvim_factory, tmp_path, "--session-log", str(sessions), cancel_timeout=1)
+    nvim.api.command(f"GeminiAgent until {release}")
+    first = int(agent(nvim, "conversations()")[0]["id"])
+    wait_text(nvim, first, "tick 2")
+    second = int(agent(nvim, "new()"))
+    nvim.api.command(f"GeminiAgent deaf {late}")
+    wait_conversation(nvim, second, "working", lambda c: c["state"] == "working")
+
+    # The agent ignores the cancel: the conversation is told so and is over its turn.
+    nvim.api.command("GeminiAgentCancel")
+    wait_text(nvim, second, "did not stop within 1 s")
+    wait_conversation(nvim, second, "over its turn", lambda c: c["state"] in ("idle", "error"))
+    # The other conversation's turn goes on, on the same agent.
+    ticks = text_of(nvim, first).count("tick")
+    wait_text(nvim, first, f"tick {ticks + 2}")
+    # This conversation's next prompt works, on the same agent process.
+    nvim.api.command("GeminiAgent hello again")
+    wait_text(nvim, second, "echo: hello again")
+    wait_conversation(nvim, second, "idle", lambda c: c["state"] == "idle")
+
+    # What the agent still sends of the cancelled turn goes to no conversation.
+    late.write_text("")
+    wait_for(lambda: any(e.get("late") for e in _log(sessions)), WAIT, "the late words sent")
+    release.write_text("")
+    wait_text(nvim, first, "released")
+    wait_conversation(nvim, first, "idle", lambda c: c["state"] == "idle")
+    nvim.api.command("GeminiAgent two goes on")  # after the late words, on the same pipe
+    wait_text(nvim, second, "echo: two goes on")
+    assert agent(nvim, "switch(...)", first) is True
+    nvim.api.command("GeminiAgent one goes on")
+    wait_text(nvim, first, "echo: one goes on")
+    one, two = text_of(nvim, first), text_of(nvim, second)
+    assert "late words" not in one and "late words" not in two, (one, two)
+    assert "hello again" not in one and "tick" not in two
+
+    entries = _log(sessions)
+    assert len({e["pid"] for e in entries}) == 1, entries
+    listed = conversations(nvim)
+    assert listed[first]["live"] and listed[second]["live"]
+    prompted = {e["text"]: e["session"] for e in entries if "text" in e}
+    assert prompted["one goes on"] == listed[first]["session_id"]
+    assert prompted["two goes on"] == listed[second]["session_id"]
+    assert "echo: one goes on" in transcript(nvim)
