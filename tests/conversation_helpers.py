@@ -26,14 +26,21 @@ vim.api.nvim_create_autocmd("User", {
 
 
 def scripted_panel(
-    nvim_factory: Callable[..., Nvim], tmp_path: Path, *args: str, **acp: Any
+    nvim_factory: Callable[..., Nvim],
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    **acp: Any,
 ) -> Nvim:
-    """A Neovim whose panel drives the scripted ACP agent (tests/agent_fakes/acp_agent.py)
-    started with ``args``; ``acp``: more of ``agent.acp``'s options."""
+    """A Neovim (in ``tmp_path / "work"``, with ``env``) whose panel drives the
+    scripted ACP agent (tests/agent_fakes/acp_agent.py) started with ``args``;
+    ``acp``: more of ``agent.acp``'s options."""
     work = tmp_path / "work"
     work.mkdir()
     cmd = [sys.executable, str(FAKE_AGENT), *args]
-    nvim = nvim_factory(cwd=work, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd, **acp}}})
+    nvim = nvim_factory(
+        cwd=work, env=env or {}, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd, **acp}}}
+    )
     nvim.wait_running()
     nvim.lua(RECORD_EVENTS)
     return nvim

@@ -24,6 +24,7 @@ from conversation_helpers import (
     wait_text,
 )
 from harness import Nvim, wait_for
+from test_agent_image import X, png
 
 
 def _log(path: Path) -> list[dict[str, Any]]:
@@ -77,3 +78,38 @@ def test_a_cancel_that_times_out_leaves_the_conversation_on_the_shared_agent(
     assert prompted["one goes on"] == listed[first]["session_id"]
     assert prompted["two goes on"] == listed[second]["session_id"]
     assert "echo: one goes on" in transcript(nvim)
+
+
+def _prompt_blocks(path: Path) -> list[list[dict[str, Any]]]:
+    """The content blocks of each prompt the agent was sent, in order."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_an_image_goes_with_the_next_prompt_of_the_conversation_it_was_attached_in(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    prompts = tmp_path / "prompts.jsonl"
+    nvim = scripted_panel(nvim_factory, tmp_path, "--image", env={"FAKE_ACP_PROMPTS": str(prompts)})
+    (tmp_path / "work" / "square.png").write_bytes(png(4, 4))
+    pending = "return require('gemini_companion.agent.images').pending()"
+
+    nvim.api.command("GeminiAgent")  # the panel, in its first conversation
+    first = int(agent(nvim, "conversations()")[0]["id"])
+    nvim.api.command("GeminiAgentImage square.png")
+    assert nvim.lua(pending) == ["square.png"]
+    second = int(agent(nvim, "new()"))
+    assert nvim.lua(pending) == [], "nothing attached in the new conversation"
+    nvim.api.command("GeminiAgent look at nothing")
+    wait_text(nvim, second, "echo: look at nothing")
+    assert [b["type"] for b in _prompt_blocks(prompts)[-1]] == ["text"]
+    assert "[image:" not in text_of(nvim, second)
+
+    assert agent(nvim, "switch(...)", first) is True
+    assert nvim.lua(pending) == ["square.png"], "still attached where it was attached"
+    nvim.api.command("GeminiAgent look at the square")
+    wait_text(nvim, first, "echo: look at the square")
+    sent = _prompt_blocks(prompts)
+    assert len(sent) == 2
+    assert [b["type"] for b in sent[-1]] == ["text", "image"], sent[-1]
+    assert f"[image: square.png, 4{X}4]" in text_of(nvim, first)
+    assert nvim.lua(pending) == []
