@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_setup import transcript
+from agent_setup import panel_window, transcript
 from conversation_helpers import (
     WAIT,
     agent,
@@ -113,3 +113,50 @@ def test_an_image_goes_with_the_next_prompt_of_the_conversation_it_was_attached_
     assert [b["type"] for b in sent[-1]] == ["text", "image"], sent[-1]
     assert f"[image: square.png, 4{X}4]" in text_of(nvim, first)
     assert nvim.lua(pending) == []
+
+
+_VIEW = "return vim.api.nvim_win_call(..., vim.fn.winsaveview)"
+# The cursor's row in a window, and the line count of its buffer.
+_END = """
+local w = ...
+local count = vim.api.nvim_buf_line_count(vim.api.nvim_win_get_buf(w))
+return { vim.api.nvim_win_get_cursor(w)[1], count }
+"""
+_SCROLL = "vim.api.nvim_win_call(..., function() vim.fn.winrestview({topline = 40, lnum = 50}) end)"
+
+
+def test_each_conversation_keeps_its_place_in_its_transcript_across_switches(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    nvim = scripted_panel(nvim_factory, tmp_path)
+    nvim.api.command("GeminiAgent stream 300 20 0")
+    first = int(agent(nvim, "conversations()")[0]["id"])
+    wait_conversation(nvim, first, "idle", lambda c: c["state"] == "idle")
+    win = panel_window(nvim)
+    # The user scrolls up in the first conversation's transcript.
+    nvim.lua(_SCROLL, win)
+    place = nvim.lua(_VIEW, win)
+    assert (place["topline"], place["lnum"]) == (40, 50)
+
+    second = int(agent(nvim, "new()"))
+    nvim.api.command(f"GeminiAgent until {release}")
+    wait_text(nvim, second, "tick 3")
+    assert agent(nvim, "switch(...)", first) is True
+    assert panel_window(nvim) == win
+    assert nvim.lua(_VIEW, win) == place, "the same top line and cursor"
+
+    # The second one followed its stream's end: it still does, ticks added meanwhile.
+    ticks = text_of(nvim, second).count("tick")
+    wait_text(nvim, second, f"tick {ticks + 3}")
+    assert agent(nvim, "switch(...)", second) is True
+    row, count = nvim.lua(_END, win)
+    assert row == count, "at the end"
+    wait_for(
+        lambda: (end := nvim.lua(_END, win))[1] > count and end[0] == end[1], WAIT, "following"
+    )
+
+    assert agent(nvim, "switch(...)", first) is True
+    assert nvim.lua(_VIEW, win) == place
+    release.write_text("")
+    wait_conversation(nvim, second, "idle", lambda c: c["state"] == "idle")
