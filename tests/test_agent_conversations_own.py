@@ -34,7 +34,8 @@ def _log(path: Path) -> list[dict[str, Any]]:
 def test_a_cancel_that_times_out_leaves_the_conversation_on_the_shared_agent(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:
-    sessions, release, late = tmp_path / "sessions.jsonl", tmp_path / "release", tmp_path / "late"
+    sessions, release = tmp_path / "sessions.jsonl", tmp_path / "release"
+    late = tmp_path / "work" / "late.txt"  # in the workspace: a file any session may read
     nvim = scripted_panel(nvim_factory, tmp_path, "--session-log", str(sessions), cancel_timeout=1)
     nvim.api.command(f"GeminiAgent until {release}")
     first = int(agent(nvim, "conversations()")[0]["id"])
@@ -55,9 +56,13 @@ def test_a_cancel_that_times_out_leaves_the_conversation_on_the_shared_agent(
     wait_text(nvim, second, "echo: hello again")
     wait_conversation(nvim, second, "idle", lambda c: c["state"] == "idle")
 
-    # What the agent still sends of the cancelled turn goes to no conversation.
+    # What the agent still sends of the cancelled turn goes to no conversation; the
+    # permission it asks is answered "cancelled", a file it asks for is refused.
     late.write_text("")
-    wait_for(lambda: any(e.get("late") for e in _log(sessions)), WAIT, "the late words sent")
+    said = wait_for(
+        lambda: [e for e in _log(sessions) if e.get("late")], WAIT, "the late words sent"
+    )
+    assert said[0]["read"] == "refused", "no other conversation reads a file for it"
     release.write_text("")
     wait_text(nvim, first, "released")
     wait_conversation(nvim, first, "idle", lambda c: c["state"] == "idle")
@@ -68,6 +73,8 @@ def test_a_cancel_that_times_out_leaves_the_conversation_on_the_shared_agent(
     wait_text(nvim, first, "echo: one goes on")
     one, two = text_of(nvim, first), text_of(nvim, second)
     assert "late words" not in one and "late words" not in two, (one, two)
+    assert "late request" not in one and "late request" not in two, (one, two)
+    assert {c["state"] for c in conversations(nvim).values()} == {"idle"}
     assert "hello again" not in one and "tick" not in two
 
     entries = _log(sessions)

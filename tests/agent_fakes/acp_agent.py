@@ -7,8 +7,9 @@ The prompt's text says what to do:
 - ``garbage``: write a line that is not JSON-RPC to stdout, then answer normally;
 - ``hang``: never answer (and ignore ``session/cancel``);
 - ``deaf PATH``: ignore ``session/cancel`` and wait until the file PATH exists, then
-  say ``late words`` and answer (with ``--session-log``, logged as ``"late": true``
-  once said);
+  say ``late words``, ask permission to run ``late request``, ask the client for
+  the file PATH, and answer (with ``--session-log``, logged as ``"late": true``,
+  ``"read"``: ``"read"`` or ``"refused"``);
 - ``exit``: exit at once, code 3, after a line on stderr;
 - ``read PATH``: ask the client for the file (``fs/read_text_file``) and answer
   ``read: <its text>`` or ``read failed: <the client's error>``;
@@ -142,12 +143,19 @@ class FakeAgent:
         return getattr(answer.outcome, "option_id", None) == "allow"
 
     async def _deaf(self, session_id: str, path: str) -> None:
-        """Whatever the client says, wait for the file ``path``, then say ``late words``."""
+        """Whatever the client says, wait for the file ``path``, then say ``late words``,
+        ask a permission and read the file."""
         while not await _appeared(path):
             pass
         await self._say(session_id, "late words")
+        await self._ask(session_id, "late request")
+        try:
+            await self._client.read_text_file(path=path, session_id=session_id)
+            read = "read"
+        except Exception:
+            read = "refused"
         if "--session-log" in sys.argv:
-            entry = {"pid": os.getpid(), "session": session_id, "late": True}
+            entry = {"pid": os.getpid(), "session": session_id, "late": True, "read": read}
             _append(sys.argv[sys.argv.index("--session-log") + 1], json.dumps(entry) + "\n")
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> Any:
