@@ -27,7 +27,8 @@ from harness import Nvim, wait_for
 from test_agent_image import X, png
 
 
-def _log(path: Path) -> list[dict[str, Any]]:
+def _log(path: Path) -> list[Any]:
+    """The JSON lines the scripted agent appended to ``path`` (none yet: [])."""
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -42,7 +43,11 @@ def test_a_cancel_that_times_out_leaves_the_conversation_on_the_shared_agent(
     wait_text(nvim, first, "tick 2")
     second = int(agent(nvim, "new()"))
     nvim.api.command(f"GeminiAgent deaf {late}")
-    wait_conversation(nvim, second, "working", lambda c: c["state"] == "working")
+    wait_for(
+        lambda: any(e.get("text", "").startswith("deaf") for e in _log(sessions)),
+        WAIT,
+        "the prompt at the agent",
+    )
 
     # The agent ignores the cancel: the conversation is told so and is over its turn.
     nvim.api.command("GeminiAgentCancel")
@@ -87,15 +92,10 @@ def test_a_cancel_that_times_out_leaves_the_conversation_on_the_shared_agent(
     assert "echo: one goes on" in transcript(nvim)
 
 
-def _prompt_blocks(path: Path) -> list[list[dict[str, Any]]]:
-    """The content blocks of each prompt the agent was sent, in order."""
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
 def test_an_image_goes_with_the_next_prompt_of_the_conversation_it_was_attached_in(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:
-    prompts = tmp_path / "prompts.jsonl"
+    prompts = tmp_path / "prompts.jsonl"  # each prompt's content blocks, one line each
     nvim = scripted_panel(nvim_factory, tmp_path, "--image", env={"FAKE_ACP_PROMPTS": str(prompts)})
     (tmp_path / "work" / "square.png").write_bytes(png(4, 4))
     pending = "return require('gemini_companion.agent.images').pending()"
@@ -108,14 +108,14 @@ def test_an_image_goes_with_the_next_prompt_of_the_conversation_it_was_attached_
     assert nvim.lua(pending) == [], "nothing attached in the new conversation"
     nvim.api.command("GeminiAgent look at nothing")
     wait_text(nvim, second, "echo: look at nothing")
-    assert [b["type"] for b in _prompt_blocks(prompts)[-1]] == ["text"]
+    assert [b["type"] for b in _log(prompts)[-1]] == ["text"]
     assert "[image:" not in text_of(nvim, second)
 
     assert agent(nvim, "switch(...)", first) is True
     assert nvim.lua(pending) == ["square.png"], "still attached where it was attached"
     nvim.api.command("GeminiAgent look at the square")
     wait_text(nvim, first, "echo: look at the square")
-    sent = _prompt_blocks(prompts)
+    sent = _log(prompts)
     assert len(sent) == 2
     assert [b["type"] for b in sent[-1]] == ["text", "image"], sent[-1]
     assert f"[image: square.png, 4{X}4]" in text_of(nvim, first)
@@ -139,6 +139,7 @@ def test_each_conversation_keeps_its_place_in_its_transcript_across_switches(
     nvim = scripted_panel(nvim_factory, tmp_path)
     nvim.api.command("GeminiAgent stream 300 20 0")
     first = int(agent(nvim, "conversations()")[0]["id"])
+    wait_for(lambda: text_of(nvim, first).count("<t=") == 300, WAIT, "the 300 lines")
     wait_conversation(nvim, first, "idle", lambda c: c["state"] == "idle")
     win = panel_window(nvim)
     # The user scrolls up in the first conversation's transcript.
