@@ -7,7 +7,15 @@ model cannot run here. Selected with ``GOOGLE_GEMINI_BASE_URL`` and any
 A turn is a list of chunks; a chunk is a list of parts (``{"text": ...}``,
 ``{"functionCall": {"name", "args"}}``, ``{"thought": True, "text": ...}``), or
 ``{"delay": seconds}`` to pause the stream there (for cancel tests), or
-``{"wait": "name"}`` to hold the stream until :meth:`FakeGemini.release` is called.
+``{"wait": "name"}`` to hold the stream until :meth:`FakeGemini.release` is called
+(:meth:`FakeGemini.held` counts the streams held there), or ``{"barrier": "name",
+"count": n}`` to hold it until ``n`` streams reached that barrier (several answers
+streamed in step, chunk by chunk).
+
+A turn is the next one added (:meth:`FakeGemini.add`), or one added for a request
+whose last content holds a given text (:meth:`FakeGemini.add_for`: the answer of
+one conversation among several asking at once). ``most_streaming`` is the most
+answers that were streaming at once.
 """
 
 from __future__ import annotations
@@ -36,6 +44,11 @@ class FakeGemini:
         self.turns: deque[Turn] = deque()
         self.requests: list[dict[str, Any]] = []
         self.gates: dict[str, threading.Event] = {}
+        self.routed: list[tuple[str, Turn]] = []
+        self.barriers: dict[str, threading.Barrier] = {}
+        self.holding: dict[str, int] = {}
+        self.streaming = 0
+        self.most_streaming = 0
         self._lock = threading.Lock()
         fake = self
 
@@ -53,7 +66,7 @@ class FakeGemini:
                 if ":countTokens" in self.path:
                     self._json({"totalTokens": 10})
                 elif ":streamGenerateContent" in self.path:
-                    self._stream(fake.next_turn())
+                    self._stream(fake.next_turn(body))
                 elif ":generateContent" in self.path:
                     self._json(fake.side_answer(body))
                 else:
@@ -77,13 +90,17 @@ class FakeGemini:
                 self.end_headers()
                 chunks = [c for c in turn if isinstance(c, list)]
                 last = chunks[-1] if chunks else None
+                fake.counted(1)
                 try:
                     for chunk in turn:
                         if isinstance(chunk, dict) and "delay" in chunk:
                             threading.Event().wait(float(chunk["delay"]))
                             continue
                         if isinstance(chunk, dict) and "wait" in chunk:
-                            fake.gate(str(chunk["wait"])).wait(60)
+                            fake.hold(str(chunk["wait"]))
+                            continue
+                        if isinstance(chunk, dict) and "barrier" in chunk:
+                            fake.barrier(str(chunk["barrier"]), int(chunk["count"]))
                             continue
                         candidate: dict[str, Any] = {
                             "content": {"role": "model", "parts": chunk},
@@ -98,8 +115,10 @@ class FakeGemini:
                         }
                         self.wfile.write(f"data: {json.dumps(payload)}\r\n\r\n".encode())
                         self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
+                except (BrokenPipeError, ConnectionResetError, threading.BrokenBarrierError):
                     pass
+                finally:
+                    fake.counted(-1)
                 self.close_connection = True
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -115,12 +134,48 @@ class FakeGemini:
     def release(self, name: str) -> None:
         self.gate(name).set()
 
+    def hold(self, name: str) -> None:
+        """A stream waits at gate ``name`` (counted by :meth:`held`)."""
+        with self._lock:
+            self.holding[name] = self.holding.get(name, 0) + 1
+        try:
+            self.gate(name).wait(60)
+        finally:
+            with self._lock:
+                self.holding[name] -= 1
+
+    def held(self, name: str) -> int:
+        """How many streams wait at gate ``name`` now."""
+        with self._lock:
+            return self.holding.get(name, 0)
+
+    def barrier(self, name: str, count: int) -> None:
+        with self._lock:
+            barrier = self.barriers.setdefault(name, threading.Barrier(count))
+        barrier.wait(60)
+
+    def counted(self, step: int) -> None:
+        with self._lock:
+            self.streaming += step
+            self.most_streaming = max(self.most_streaming, self.streaming)
+
     def add(self, *turns: Turn) -> None:
         with self._lock:
             self.turns.extend(turns)
 
-    def next_turn(self) -> Turn:
+    def add_for(self, needle: str, turn: Turn) -> None:
+        """``turn`` answers the first stream request whose last content holds ``needle``
+        (before the turns :meth:`add` queued)."""
         with self._lock:
+            self.routed.append((needle, turn))
+
+    def next_turn(self, body: dict[str, Any] | None = None) -> Turn:
+        last = json.dumps((body or {}).get("contents", [{}])[-1:])
+        with self._lock:
+            for i, (needle, turn) in enumerate(self.routed):
+                if needle in last:
+                    del self.routed[i]
+                    return turn
             if self.turns:
                 return self.turns.popleft()
         return text_turn("(the fake model has no scripted answer)")
@@ -150,6 +205,8 @@ class FakeGemini:
     def stop(self) -> None:
         for gate in self.gates.values():
             gate.set()
+        for barrier in self.barriers.values():
+            barrier.abort()
         self._server.shutdown()
         self._server.server_close()
 

@@ -12,10 +12,8 @@ mode on."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from agent_setup import (
@@ -28,82 +26,20 @@ from agent_setup import (
     wait_agent,
     wait_transcript,
 )
+from conversation_helpers import (
+    RECORD_EVENTS,
+    WAIT,
+    agent,
+    conversations,
+    scripted_panel,
+    statusline,
+    text_of,
+    wait_conversation,
+    wait_text,
+)
 from fake_gemini import FakeGemini, text_turn
 from fake_model import call, gemini_home, text, write_responses
 from harness import Nvim, wait_for
-
-FAKE_AGENT = Path(__file__).parent / "agent_fakes" / "acp_agent.py"
-WAIT = 90
-
-# Every User GeminiAgentUpdate's data, in order: which conversation, in which state.
-_RECORD_EVENTS = """
-_G.test_events = {}
-vim.api.nvim_create_autocmd("User", {
-  pattern = "GeminiAgentUpdate",
-  callback = function(ev)
-    table.insert(_G.test_events, { id = ev.data.conversation, state = ev.data.state })
-  end,
-})
-"""
-
-
-def _panel(nvim_factory: Callable[..., Nvim], tmp_path: Path, *args: str) -> Nvim:
-    work = tmp_path / "work"
-    work.mkdir()
-    cmd = [sys.executable, str(FAKE_AGENT), *args]
-    nvim = nvim_factory(cwd=work, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}})
-    nvim.wait_running()
-    nvim.lua(_RECORD_EVENTS)
-    return nvim
-
-
-def _agent(nvim: Nvim, call: str, *args: Any) -> Any:
-    return nvim.lua(f"return require('gemini_companion.agent').{call}", *args)
-
-
-def _conversations(nvim: Nvim) -> dict[int, dict[str, Any]]:
-    return {int(c["id"]): dict(c) for c in _agent(nvim, "conversations()")}
-
-
-def _text_of(nvim: Nvim, conversation: int) -> str:
-    return "\n".join(_agent(nvim, "transcript(...)", conversation))
-
-
-def _wait_text(nvim: Nvim, conversation: int, needle: str) -> str:
-    def probe() -> str | None:
-        found = _text_of(nvim, conversation)
-        return found if needle in found else None
-
-    try:
-        return str(wait_for(probe, WAIT, f"{needle!r} in conversation #{conversation}"))
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{_context(nvim)}") from None
-
-
-def _wait_conversation(
-    nvim: Nvim, conversation: int, what: str, check: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | None:
-        found = _conversations(nvim).get(conversation)
-        return found if found and check(found) else None
-
-    try:
-        return dict(wait_for(probe, WAIT, f"conversation #{conversation}: {what}"))
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{_context(nvim)}") from None
-
-
-def _context(nvim: Nvim) -> str:
-    """What a failed wait shows: each conversation, its transcript, the messages."""
-    out = []
-    for id_, c in _conversations(nvim).items():
-        out.append(f"--- #{id_}: {c} ---\n{_text_of(nvim, id_)}")
-    messages = nvim.lua("return vim.api.nvim_exec2('messages', {output = true}).output")
-    return "\n".join([*out, f"--- messages ---\n{messages}"])
-
-
-def _statusline(nvim: Nvim) -> str:
-    return str(nvim.lua("return require('gemini_companion').statusline({ highlight = false })"))
 
 
 def test_a_turn_streams_in_one_conversation_while_the_user_prompts_in_another_on_one_agent(
@@ -111,33 +47,33 @@ def test_a_turn_streams_in_one_conversation_while_the_user_prompts_in_another_on
 ) -> None:
     sessions = tmp_path / "sessions.jsonl"
     release = tmp_path / "release"
-    nvim = _panel(nvim_factory, tmp_path, "--session-log", str(sessions))
+    nvim = scripted_panel(nvim_factory, tmp_path, "--session-log", str(sessions))
     nvim.api.command(f"GeminiAgent until {release}")
     wait_transcript(nvim, "tick 2", WAIT)
     first = int(wait_agent(nvim, "working", lambda s: s["state"] == "working")["conversation"])
 
-    second = int(_agent(nvim, "new()"))
+    second = int(agent(nvim, "new()"))
     assert second != first
     assert transcript(nvim) == "", "the new conversation's transcript is shown, empty"
     nvim.api.command("GeminiAgent hello from two")
     wait_transcript(nvim, "echo: hello from two", WAIT)
     state = wait_agent(nvim, "#2 idle", lambda s: s["state"] == "idle")
     assert state["conversation"] == second
-    listed = _conversations(nvim)
+    listed = conversations(nvim)
     assert list(listed) == [second, first], "newest first"
     # The first one's turn goes on meanwhile.
     assert listed[first]["state"] == "working" and listed[first]["live"]
     assert listed[first]["title"] == f"until {release}"
     assert listed[second]["title"] == "hello from two"
     assert listed[first]["session_id"] != listed[second]["session_id"]
-    ticks_before = _text_of(nvim, first).count("tick")
-    _wait_text(nvim, first, f"tick {ticks_before + 2}")
+    ticks_before = text_of(nvim, first).count("tick")
+    wait_text(nvim, first, f"tick {ticks_before + 2}")
 
     release.write_text("")
-    _wait_text(nvim, first, "released")
-    _wait_conversation(nvim, first, "idle", lambda c: c["state"] == "idle")
+    wait_text(nvim, first, "released")
+    wait_conversation(nvim, first, "idle", lambda c: c["state"] == "idle")
     # Each transcript holds only its own text.
-    one, two = _text_of(nvim, first), _text_of(nvim, second)
+    one, two = text_of(nvim, first), text_of(nvim, second)
     assert "hello from two" not in one and "tick" in one
     assert "tick" not in two and "released" not in two and "hello from two" in two
     # state() describes the conversation shown; the event named the one it was about.
@@ -148,14 +84,14 @@ def test_a_turn_streams_in_one_conversation_while_the_user_prompts_in_another_on
     assert {e["id"] for e in events} == {first, second}
 
     # Switching shows the other transcript in the panel's window.
-    assert _agent(nvim, "switch(...)", first) is True
+    assert agent(nvim, "switch(...)", first) is True
     win = panel_window(nvim)
     shown = nvim.lua("return vim.api.nvim_win_get_buf(...)", win)
-    assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", shown) == _agent(
+    assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", shown) == agent(
         nvim, "transcript(...)", first
     )
     assert agent_state(nvim)["conversation"] == first
-    assert _agent(nvim, "switch(...)", 999) is False
+    assert agent(nvim, "switch(...)", 999) is False
 
     # One agent process served both conversations, one ACP session each.
     entries = [json.loads(line) for line in sessions.read_text().splitlines()]
@@ -170,40 +106,40 @@ def test_a_turn_streams_in_one_conversation_while_the_user_prompts_in_another_on
 def test_each_conversation_answers_its_own_requests_and_the_status_names_one_that_waits(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:
-    nvim = _panel(nvim_factory, tmp_path)
+    nvim = scripted_panel(nvim_factory, tmp_path)
     nvim.api.command("GeminiAgent ask touch one")
     first = int(wait_agent(nvim, "#1's request", lambda s: bool(s["pending"]))["conversation"])
     prompt_buf = nvim.lua("return require('gemini_companion.agent.panel').prompt_buffer()")
     nvim.lua("vim.api.nvim_buf_set_lines(..., 0, -1, false, { 'a draft of one' })", prompt_buf)
 
-    second = int(_agent(nvim, "new()"))
+    second = int(agent(nvim, "new()"))
     assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", prompt_buf) == [""]
     nvim.api.command("GeminiAgent ask touch two")
     wait_agent(nvim, "#2's request", lambda s: s["conversation"] == second and bool(s["pending"]))
     wait_transcript(nvim, "Waiting for you", WAIT)
     # The status lines name the other conversation that waits.
-    wait_for(lambda: f"#{first} waits for you" in _statusline(nvim), WAIT, "the statusline")
+    wait_for(lambda: f"#{first} waits for you" in statusline(nvim), WAIT, "the statusline")
     nvim.lua("vim.api.nvim_set_current_win(...)", panel_window(nvim))
     nvim.api.command("only")
     assert f"#{first} waits for you" in status_row(nvim, panel_window(nvim))
 
     nvim.api.command("GeminiAccept")  # the shown conversation's request
     wait_transcript(nvim, "allowed touch two", WAIT)
-    assert _conversations(nvim)[first]["state"] == "waiting"
-    assert "touch two" not in _text_of(nvim, first)
+    assert conversations(nvim)[first]["state"] == "waiting"
+    assert "touch two" not in text_of(nvim, first)
 
-    assert _agent(nvim, "switch(...)", first) is True
+    assert agent(nvim, "switch(...)", first) is True
     assert nvim.lua("return vim.api.nvim_buf_get_lines(..., 0, -1, false)", prompt_buf) == [
         "a draft of one"
     ]
     nvim.api.command("GeminiReject")
     wait_transcript(nvim, "rejected touch one", WAIT)
     assert "allowed touch two" not in transcript(nvim)
-    wait_for(lambda: "waits for you" not in _statusline(nvim), WAIT, "no one waits")
+    wait_for(lambda: "waits for you" not in statusline(nvim), WAIT, "no one waits")
 
     # :GeminiAgentStop stops every conversation: they stay listed, not live.
     nvim.api.command("GeminiAgentStop")
-    listed = _conversations(nvim)
+    listed = conversations(nvim)
     assert set(listed) == {first, second}
     assert not any(c["live"] for c in listed.values())
 
@@ -225,29 +161,29 @@ def test_two_conversations_go_on_at_once_on_one_real_gemini_acp_in_ide_mode(
     fake = write_responses(tmp_path / "fake-responses.jsonl", answers)
     nvim = nvim_factory(cwd=work, **acp_setup(fake, gemini_home(tmp_path, ide=True)))
     nvim.wait_running()
-    nvim.lua(_RECORD_EVENTS)
+    nvim.lua(RECORD_EVENTS)
     log = Path(nvim.lua("return require('gemini_companion.config').log_file()"))
     nvim.api.command("GeminiAgent make a file")
     first = int(wait_agent(nvim, "#1's request", lambda s: bool(s["pending"]), 180)["conversation"])
 
-    second = int(_agent(nvim, "new()"))
+    second = int(agent(nvim, "new()"))
     nvim.api.command("GeminiAgent tell me two")
-    _wait_conversation(nvim, second, "its request", lambda c: c["state"] == "waiting")
-    assert f"#{first} waits for you" in _statusline(nvim)
+    wait_conversation(nvim, second, "its request", lambda c: c["state"] == "waiting")
+    assert f"#{first} waits for you" in statusline(nvim)
     # Both turns go on: answered one after the other, both answers stream at once.
     nvim.api.command("GeminiAccept")
-    assert _agent(nvim, "switch(...)", first) is True
+    assert agent(nvim, "switch(...)", first) is True
     nvim.api.command("GeminiAccept")
     for conversation in (first, second):
-        _wait_text(nvim, conversation, "papaya299")
-        _wait_conversation(nvim, conversation, "over", lambda c: c["state"] == "idle")
+        wait_text(nvim, conversation, "papaya299")
+        wait_conversation(nvim, conversation, "over", lambda c: c["state"] == "idle")
     assert marker.exists()
-    one, two = _text_of(nvim, first), _text_of(nvim, second)
+    one, two = text_of(nvim, first), text_of(nvim, second)
     # Each transcript holds its own turn, whole, once, and nothing of the other's.
     assert one.count("papaya299") == 1 and two.count("papaya299") == 1, (one, two)
     assert "make a file" in one and "tell me two" not in one
     assert "tell me two" in two and "\nmake a file\n" not in two.split("▍ Gemini")[0]
-    listed = _conversations(nvim)
+    listed = conversations(nvim)
     assert listed[first]["session_id"] and listed[second]["session_id"]
     assert listed[first]["session_id"] != listed[second]["session_id"]
     # One agent process, started once: one IDE-mode client of the companion.
@@ -271,7 +207,7 @@ def test_over_a2a_each_conversation_is_a_task_of_its_own_on_one_server(
     nvim.api.command("GeminiAgent first question")
     wait_transcript(nvim, "Answer one.", START)
     one = wait_agent(nvim, "#1 idle", lambda s: s["state"] == "idle")
-    second = int(_agent(nvim, "new()"))
+    second = int(agent(nvim, "new()"))
     fake.add(text_turn("Answer ", "two."))
     nvim.api.command("GeminiAgent second question")
     wait_transcript(nvim, "Answer two.", START)
@@ -280,9 +216,9 @@ def test_over_a2a_each_conversation_is_a_task_of_its_own_on_one_server(
     assert two["task_id"] and two["task_id"] != one["task_id"]
     assert two["pid"] == one["pid"] and two["url"] == one["url"], "one server"
     assert "Answer one." not in transcript(nvim)
-    assert "Answer two." not in _text_of(nvim, one["conversation"])
+    assert "Answer two." not in text_of(nvim, one["conversation"])
     # The second task's model request holds its own prompt, not the first's.
     last = str(fake.stream_requests()[-1]["body"]["contents"])
     assert "second question" in last and "first question" not in last
-    listed = _conversations(nvim)
+    listed = conversations(nvim)
     assert listed[second]["session_id"] == two["task_id"]

@@ -6,6 +6,10 @@ official ``agent-client-protocol`` package.
 The prompt's text says what to do:
 - ``garbage``: write a line that is not JSON-RPC to stdout, then answer normally;
 - ``hang``: never answer (and ignore ``session/cancel``);
+- ``deaf PATH``: ignore ``session/cancel`` and wait until the file PATH exists, then
+  say ``late words``, ask permission to run ``late request``, ask the client for
+  the file PATH, and answer (with ``--session-log``, logged as ``"late": true``,
+  ``"read"``: ``"read"`` or ``"refused"``);
 - ``exit``: exit at once, code 3, after a line on stderr;
 - ``read PATH``: ask the client for the file (``fs/read_text_file``) and answer
   ``read: <its text>`` or ``read failed: <the client's error>``;
@@ -82,6 +86,12 @@ def _append(path: str, line: str) -> None:
         os.close(fd)
 
 
+async def _appeared(path: str) -> bool:
+    """Whether the file ``path`` exists, asked 20 ms from now."""
+    await asyncio.sleep(0.02)
+    return await asyncio.to_thread(os.path.exists, path)
+
+
 def _log_session(session_id: str, text: str | None = None) -> None:
     if "--session-log" in sys.argv:
         entry: dict[str, Any] = {"pid": os.getpid(), "session": session_id}
@@ -132,6 +142,22 @@ class FakeAgent:
         )
         return getattr(answer.outcome, "option_id", None) == "allow"
 
+    async def _deaf(self, session_id: str, path: str) -> None:
+        """Whatever the client says, wait for the file ``path``, then say ``late words``,
+        ask a permission and read the file."""
+        while not await _appeared(path):
+            pass
+        await self._say(session_id, "late words")
+        await self._ask(session_id, "late request")
+        try:
+            await self._client.read_text_file(path=path, session_id=session_id)
+            read = "read"
+        except Exception:
+            read = "refused"
+        if "--session-log" in sys.argv:
+            entry = {"pid": os.getpid(), "session": session_id, "late": True, "read": read}
+            _append(sys.argv[sys.argv.index("--session-log") + 1], json.dumps(entry) + "\n")
+
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> Any:
         log = os.environ.get("FAKE_ACP_PROMPTS")
         if log:
@@ -168,8 +194,8 @@ class FakeAgent:
             sys.stdout.buffer.write(b"Loaded cached credentials. (not JSON-RPC)\n")
             sys.stdout.buffer.flush()
             await self._say(session_id, "after the garbage")
-        elif command == "hang":
-            await asyncio.Event().wait()
+        elif command in ("hang", "deaf"):  # deaf to the cancel: forever, or until a file
+            await (asyncio.Event().wait() if command == "hang" else self._deaf(session_id, rest))
         elif command == "exit":
             print("fake agent: exiting on purpose", file=sys.stderr, flush=True)
             os._exit(3)

@@ -3,6 +3,9 @@
 --- them), and come back when it is not (agent/attach.py refused it: the image it
 --- refused does not). The Python side reads and checks them (agent/image.py: PNG,
 --- JPEG, GIF or WebP by their bytes, at most `MAX_BYTES`).
+---
+--- Each conversation (conversations.lua) has its own: an image attached in one
+--- goes with that conversation's next prompt, wherever the user went meanwhile.
 local M = {}
 
 --- The largest image a prompt takes: agent/image.py's MAX_BYTES (5 MiB). Here it
@@ -22,8 +25,23 @@ M.CLIPBOARD = {
 ---@field name? string the clipboard's image: its name
 ---@field data? string the clipboard's image: its bytes in base64
 
----@type gemini_companion.AgentImage[]
-local pending = {}
+--- The images waiting in each conversation (its slot: the same across a renumbering).
+---@type table<gemini_companion.AgentConversationSlot, gemini_companion.AgentImage[]>
+local attached = setmetatable({}, { __mode = "k" })
+
+--- The images waiting for the next prompt of conversation `c` (default: the shown one).
+---@param c? gemini_companion.AgentConversationSlot
+---@return gemini_companion.AgentImage[]
+local function waiting(c)
+  c = c or require("gemini_companion.agent.conversations").current()
+  attached[c] = attached[c] or {}
+  return attached[c]
+end
+
+---@param images gemini_companion.AgentImage[]
+local function set_waiting(images)
+  attached[require("gemini_companion.agent.conversations").current()] = images
+end
 
 ---@param image gemini_companion.AgentImage
 ---@return string
@@ -37,13 +55,18 @@ local function post(text, level)
   require("gemini_companion.agent.messages").post(text, level)
 end
 
+--- Attach `image` in conversation `c` (default: the shown one).
 ---@param image gemini_companion.AgentImage
-local function add(image)
+---@param c? gemini_companion.AgentConversationSlot
+local function add(image, c)
+  local pending = waiting(c)
   pending[#pending + 1] = image
   vim.cmd.redrawstatus({ bang = true })
   local names = vim.tbl_map(name_of, pending)
+  local shown = require("gemini_companion.agent.conversations").current()
+  local where = c and c ~= shown and (" of conversation #%d"):format(c.id) or ""
   post(
-    ("image %s goes with the next prompt (attached: %s)"):format(name_of(image), table.concat(names, ", ")),
+    ("image %s goes with the next prompt%s (attached: %s)"):format(name_of(image), where, table.concat(names, ", ")),
     vim.log.levels.INFO
   )
 end
@@ -55,25 +78,27 @@ function M.status()
   return #names > 0 and ("images: %s"):format(table.concat(names, ", ")) or ""
 end
 
---- The names of the images waiting for the next prompt.
+--- The names of the images waiting for the shown conversation's next prompt.
 ---@return string[]
 function M.pending()
-  return vim.tbl_map(name_of, pending)
+  return vim.tbl_map(name_of, waiting())
 end
 
---- The images for the prompt being sent; none wait after this.
+--- The images for the prompt being sent in the shown conversation; none wait
+--- there after this.
 ---@return gemini_companion.AgentImage[]
 function M.take()
-  local out = pending
-  pending = {}
+  local out = waiting()
+  set_waiting({})
   vim.cmd.redrawstatus({ bang = true })
   return out
 end
 
---- Images of a prompt that was not sent: they wait again, before any attached since.
+--- Images of a prompt that was not sent: they wait again (in the shown
+--- conversation), before any attached since.
 ---@param images? gemini_companion.AgentImage[]
 function M.give_back(images)
-  pending = vim.list_extend(vim.list_extend({}, images or {}), pending)
+  set_waiting(vim.list_extend(vim.list_extend({}, images or {}), waiting()))
   vim.cmd.redrawstatus({ bang = true })
 end
 
@@ -100,6 +125,8 @@ local function from_clipboard()
     return
   end
   local program = reader.cmd[1]
+  -- The image goes to the conversation it was asked in, whichever is shown once read.
+  local c = require("gemini_companion.agent.conversations").current()
   vim.system(reader.cmd, { text = false, timeout = 10000 }, function(out)
     vim.schedule(function()
       local data = out.stdout or ""
@@ -115,7 +142,7 @@ local function from_clipboard()
           vim.log.levels.ERROR
         )
       else
-        add({ name = "clipboard.png", data = vim.base64.encode(data) })
+        add({ name = "clipboard.png", data = vim.base64.encode(data) }, c)
       end
     end)
   end)

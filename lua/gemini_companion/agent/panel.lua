@@ -367,7 +367,8 @@ function M.toggle()
 end
 
 --- Show the conversation now current (conversations.lua): its transcript in the
---- panel's transcript windows of every tab, `draft` in the prompt.
+--- panel's transcript windows of every tab (each where it was in it last,
+--- transcript_windows.lua), `draft` in the prompt.
 ---@param draft? string[]
 function M.show_conversation(draft)
   require("gemini_companion.agent.prompt_history").stop_browsing()
@@ -375,9 +376,11 @@ function M.show_conversation(draft)
   for _, tab in ipairs(api.nvim_list_tabpages()) do
     local twin = M.windows(tab)
     if twin and api.nvim_win_get_buf(twin) ~= tbuf then
+      local windows = require("gemini_companion.agent.transcript_windows")
+      windows.leave(twin) -- its place in the transcript it showed is kept
       api.nvim_win_set_buf(twin, tbuf)
       transcript_window_options(twin)
-      pcall(api.nvim_win_set_cursor, twin, { api.nvim_buf_line_count(tbuf), 0 })
+      windows.enter(twin)
       require("gemini_companion.agent.renderers").refresh(tbuf)
     end
   end

@@ -12,6 +12,10 @@
 --- drawing, and a fast stream scrolls ~60 times a second, not once per batch.
 --- The first batch after a pause moves them at once, as do the end of a turn
 --- and the `bottom` op.
+---
+--- Switching conversations: a window that leaves a conversation's transcript
+--- keeps its place there (its cursor and top line, or that it followed the end),
+--- and gets it back when it shows that transcript again.
 local M = {}
 
 local api = vim.api
@@ -236,6 +240,41 @@ function M.follow_now(b)
   if follow_due then
     move_followers(b)
   end
+end
+
+-- Switching conversations ------------------------------------------------------
+
+---@type table<integer, table<integer, table|false>> buffer -> window -> its view
+--- (winsaveview()) when it went to another transcript; false: it followed the end
+local views = {}
+
+--- Window `win` is about to show another transcript: note its place in the one
+--- it shows.
+---@param win integer
+function M.leave(win)
+  local b = api.nvim_win_get_buf(win)
+  local row = api.nvim_win_get_cursor(win)[1]
+  local following = row >= api.nvim_buf_line_count(b) - 1 or (follows[win] and noted_row(b, win) == row)
+  views[b] = views[b] or {}
+  views[b][win] = not following and api.nvim_win_call(win, vim.fn.winsaveview)
+  unfollow(b, win)
+end
+
+--- Window `win` shows another transcript now: its place there as it left it, or
+--- (it followed the end there, or is new to it) the last line, following.
+---@param win integer
+function M.enter(win)
+  local b = api.nvim_win_get_buf(win)
+  local view = views[b] and views[b][win]
+  if view then
+    api.nvim_win_call(win, function()
+      vim.fn.winrestview(view)
+    end)
+    return
+  end
+  local count = api.nvim_buf_line_count(b)
+  pcall(api.nvim_win_set_cursor, win, { count, 0 })
+  follow(b, win, count)
 end
 
 --- Every window showing `b` shows its last line (the `bottom` op).

@@ -3,7 +3,13 @@ conversation's transport holds one ACP session on it (``session/new`` again on
 the same connection; Gemini CLI 0.61.0 keeps its sessions in a map by id). What
 the agent sends goes to the transport whose session it names; the process is
 started by the first transport that needs it and stopped when the last one lets
-it go, and its exit reaches every transport on it."""
+it go, and its exit reaches every transport on it.
+
+A cancelled turn the agent does not end in time (``agent.acp.cancel_timeout``) is
+left to it when other conversations use the process (:meth:`SharedAgent.leave`):
+its session is forgotten (what the agent still sends for it reaches no
+conversation: updates dropped, a permission answered ``cancelled``, other requests
+refused) and the conversation goes on in a new session of the same process."""
 
 from __future__ import annotations
 
@@ -39,6 +45,8 @@ class SharedAgent:
         # methods, the agent's name and version), given to the others.
         self.hello: tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]] | None = None
         self.lock = asyncio.Lock()
+        # Sessions left with a turn the agent did not end (leave()): never routed.
+        self.left: set[str] = set()
 
     def live(self) -> AgentChild | None:
         """The process, while it runs and has answered ``initialize``."""
@@ -62,7 +70,20 @@ class SharedAgent:
         if self.users and child.returncode is None:
             return False
         self.child, self.hello = None, None
+        self.left.clear()
         return True
+
+    def leave(self, transport: AcpTransport, session_id: str) -> bool:
+        """``transport``'s cancelled turn in ``session_id`` did not end in time. True
+        when other transports use the process (it stays for them): the session is
+        forgotten from now on. False when none does (the caller stops the process)."""
+        if not any(user is not transport for user in self.users):
+            return False
+        self.left.add(session_id)
+        return True
+
+    def _left(self, params: Any) -> bool:
+        return type(params) is dict and params.get("sessionId") in self.left
 
     def owner(self, params: Any) -> AcpTransport | None:
         """The transport whose session ``params`` names (the first one when it names
@@ -74,16 +95,22 @@ class SharedAgent:
         return self.users[0] if self.users else None
 
     async def handle(self, method: str, params: Any, is_notification: bool) -> Any:
-        owner = self.owner(params)
+        left = self._left(params)
+        owner = None if left else self.owner(params)
         if owner is None:
             from acp.exceptions import RequestError
 
             if is_notification:
                 return None
-            raise RequestError(-32603, "no session of the client takes this request")
+            if left and method == "session/request_permission":
+                return {"outcome": {"outcome": "cancelled"}}
+            why = "that session was cancelled" if left else "no session of the client takes it"
+            raise RequestError(-32603, f"refused: {why}")
         return await owner._handle(method, params, is_notification)
 
     def on_update(self, params: Any) -> None:
+        if self._left(params):
+            return
         owner = self.owner(params)
         if owner is not None:
             owner._on_update(params)

@@ -26,7 +26,8 @@ How ACP meets the panel's contract (transport.py):
   agent that does not end the turn in time is stopped (and restarted by the next
   prompt, in a new session: 0.61.0 records a conversation as it goes, but loading
   one rewrites its record, so the panel loads only when the user asks,
-  ``:GeminiAgentResume``).
+  ``:GeminiAgentResume``); but when other conversations use it, the turn is left to
+  it and this conversation goes on in a new session (shared.py).
 - A child that exits is reported at once; garbage on its stdout is shown once per
   run and otherwise ignored; everything it writes to stderr goes to the log.
 
@@ -267,10 +268,25 @@ class AcpTransport(Transport):
         done, _ = await asyncio.wait({turn}, timeout=self.options.cancel_timeout)
         if done:
             return
-        await self._link.give_up(
-            f"the agent did not stop within {self.options.cancel_timeout:g} s of the cancel:"
-            " it was stopped, and the next prompt starts it again"
-        )
+        late = f"the agent did not stop within {self.options.cancel_timeout:g} s of the cancel"
+        if self._shared.leave(self, session_id):
+            # Other conversations use it: the turn is left to it (shared.py drops what
+            # it still sends), and this conversation goes on in a new session.
+            turn.cancel()
+            assert self._session.updates is not None
+            self._session.updates.reset()
+            try:
+                await self._within_startup(self._new_session(), "session/new")
+            except Exception as exc:
+                late = f"{late}, nor open a new session ({exc})"
+            else:
+                how = "this conversation goes on in a new session of the same agent"
+                note = "which does not remember the conversation above"
+                self._session.emit(
+                    Notice(f"{late}: that turn is left to it, and {how} ({note}).", "warning")
+                )
+                return
+        await self._link.give_up(f"{late}: it was stopped, and the next prompt starts it again")
 
     async def stop(self) -> None:
         self._session.cancel_waiting()
