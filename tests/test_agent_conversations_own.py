@@ -24,7 +24,7 @@ from conversation_helpers import (
     wait_text,
 )
 from harness import Nvim, wait_for
-from test_agent_image import X, png
+from test_agent_image import X, png, told
 
 
 def _log(path: Path) -> list[Any]:
@@ -168,3 +168,44 @@ def test_each_conversation_keeps_its_place_in_its_transcript_across_switches(
     assert nvim.lua(_VIEW, win) == place
     release.write_text("")
     wait_conversation(nvim, second, "idle", lambda c: c["state"] == "idle")
+
+
+def test_a_refused_prompt_comes_back_to_the_conversation_it_was_sent_from(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    """The text and images of a prompt the plugin refuses (an attachment that is
+    not an image) go back to the conversation they were sent from, even when the
+    user switched to another before the refusal came back."""
+    nvim = scripted_panel(nvim_factory, tmp_path, "--image")
+    work = tmp_path / "work"
+    (work / "square.png").write_bytes(png(4, 4))
+    (work / "notes.png").write_text("not an image, whatever its name\n")
+    pending = "return require('gemini_companion.agent.images').pending()"
+    prompt = (
+        "return vim.api.nvim_buf_get_lines("
+        "require('gemini_companion.agent.panel').prompt_buffer(), 0, -1, false)"
+    )
+    nvim.lua(
+        "require('gemini_companion.agent.messages').INTERVAL = 0;"
+        " _G.told = {}; vim.notify = function(msg) table.insert(_G.told, msg) end"
+    )
+    nvim.api.command("GeminiAgent")
+    first = int(agent(nvim, "conversations()")[0]["id"])
+    nvim.api.command("GeminiAgentImage square.png")
+    nvim.api.command("GeminiAgentImage notes.png")
+    # Sent, and another conversation shown before the plugin's answer is read.
+    second = nvim.lua(
+        """
+        local panel = require('gemini_companion.agent.panel')
+        vim.api.nvim_buf_set_lines(panel.prompt_buffer(), 0, -1, false, { 'look at these' })
+        panel.submit()
+        return require('gemini_companion.agent').new()
+        """
+    )
+    wait_for(lambda: any("cannot attach 'notes.png'" in m for m in told(nvim)), WAIT, "the refusal")
+    assert nvim.lua(prompt) == [""], "nothing put in the other conversation's prompt"
+    assert nvim.lua(pending) == []
+    assert agent(nvim, "switch(...)", first) is True
+    assert nvim.lua(prompt) == ["look at these"]
+    assert nvim.lua(pending) == ["square.png"]
+    assert int(second) != first

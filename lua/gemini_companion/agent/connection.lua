@@ -72,12 +72,13 @@ function M.opened()
   return false
 end
 
---- A request for the shown conversation.
+--- A request for the shown conversation (or for `args.conversation`: a prompt
+--- sent again once its attachments are confirmed goes where it was sent from).
 ---@param action string
 ---@param args? table
 function M.request(action, args)
   if M.ensure() then
-    local sent = vim.tbl_extend("force", args or {}, { conversation = shown().id })
+    local sent = vim.tbl_extend("keep", args or {}, { conversation = shown().id })
     require("gemini_companion.host").agent(action, sent)
   end
 end

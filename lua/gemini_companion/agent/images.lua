@@ -39,8 +39,9 @@ local function waiting(c)
 end
 
 ---@param images gemini_companion.AgentImage[]
-local function set_waiting(images)
-  attached[require("gemini_companion.agent.conversations").current()] = images
+---@param c? gemini_companion.AgentConversationSlot default: the shown one
+local function set_waiting(images, c)
+  attached[c or require("gemini_companion.agent.conversations").current()] = images
 end
 
 ---@param image gemini_companion.AgentImage
@@ -94,11 +95,12 @@ function M.take()
   return out
 end
 
---- Images of a prompt that was not sent: they wait again (in the shown
---- conversation), before any attached since.
+--- Images of a prompt that was not sent: they wait again in conversation `c`
+--- (the one it was sent from; default: the shown one), before any attached since.
 ---@param images? gemini_companion.AgentImage[]
-function M.give_back(images)
-  set_waiting(vim.list_extend(vim.list_extend({}, images or {}), waiting()))
+---@param c? gemini_companion.AgentConversationSlot
+function M.give_back(images, c)
+  set_waiting(vim.list_extend(vim.list_extend({}, images or {}), waiting(c)), c)
   vim.cmd.redrawstatus({ bang = true })
 end
 

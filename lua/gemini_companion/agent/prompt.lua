@@ -58,13 +58,23 @@ function M.submit(text, opts)
   return true
 end
 
---- Put `text` back in the prompt buffer, unless the user typed something since.
+--- Put `text` back in the prompt of conversation `c`, unless the user typed
+--- something there since: in the prompt buffer when `c` is shown, else as its
+--- draft (shown when the user switches back to it).
 ---@param text string
-local function give_back(text)
+---@param c gemini_companion.AgentConversationSlot
+local function give_back(text, c)
+  local lines = vim.split(text, "\n", { plain = true })
+  if c ~= require("gemini_companion.agent.conversations").current() then
+    if not c.draft or (#c.draft <= 1 and (c.draft[1] or "") == "") then
+      c.draft = lines
+    end
+    return
+  end
   local buf = require("gemini_companion.agent.panel").prompt_buffer()
-  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  if #lines <= 1 and (lines[1] or "") == "" then
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+  local typed = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  if #typed <= 1 and (typed[1] or "") == "" then
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   end
 end
 
@@ -75,16 +85,25 @@ end
 --- declined, nothing is sent and the text is back in the prompt.
 --- The images it attached wait for the next prompt again, but the one refused
 --- (the Python side left it out of `request`) or declined.
----@param request { text: string, references?: table[], images?: gemini_companion.AgentImage[], confirmed?: string[] }
+---@param request { text: string, conversation?: integer, references?: table[], images?: gemini_companion.AgentImage[], confirmed?: string[] }
 ---@param outside string[] real paths
 ---@param reason string "" when only `outside` needs an answer
 function M._attach_refused(request, outside, reason)
   local messages = require("gemini_companion.agent.messages")
+  -- The conversation it was sent from (renumbered since if its agent stopped),
+  -- whichever is shown now.
+  local conversations = require("gemini_companion.agent.conversations")
+  local c = conversations.get(request.conversation)
+    or conversations.retired(request.conversation or -1)
+    or conversations.current()
   local function not_sent(why, level, declined)
-    give_back(request.text)
-    require("gemini_companion.agent.images").give_back(vim.tbl_filter(function(image)
-      return not declined or not image.path or (vim.uv.fs_realpath(image.path) or image.path) ~= declined
-    end, request.images or {}))
+    give_back(request.text, c)
+    require("gemini_companion.agent.images").give_back(
+      vim.tbl_filter(function(image)
+        return not declined or not image.path or (vim.uv.fs_realpath(image.path) or image.path) ~= declined
+      end, request.images or {}),
+      c
+    )
     messages.post(why .. ": nothing sent (your text is back in the prompt)", level)
   end
   if reason ~= "" or #outside == 0 then
