@@ -11,6 +11,7 @@ transport without Neovim, as test_agent_core.py does."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -311,3 +312,32 @@ def test_a_cancel_is_the_turn_until_the_agents_turn_has_ended(
         assert [r["call"] for r in received(log_file)] == ["start", "prompt", "cancel"]
 
     asyncio.run(main())
+
+
+def test_a_cancel_while_the_agent_starts_drops_the_prompt_not_the_start(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    """`:GeminiAgentCancel` while the agent is still starting: the prompt that waits
+    for it is never sent (the user said stop), the panel says so, and the agent
+    goes on starting for the next prompt."""
+    gate, prompts = tmp_path / "initialize", tmp_path / "prompts.jsonl"
+    work = tmp_path / "work"
+    work.mkdir()
+    cmd = [sys.executable, str(FAKE_AGENT), "--hold-initialize", str(gate)]
+    nvim = nvim_factory(
+        cwd=work,
+        env={"FAKE_ACP_PROMPTS": str(prompts)},
+        setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
+    )
+    nvim.wait_running()
+    nvim.api.command("GeminiAgent first words")
+    wait_agent(nvim, "the agent starting", lambda s: s["state"] == "starting", WAIT)
+    nvim.api.command("GeminiAgentCancel")
+    wait_transcript(nvim, "Cancelled: the prompt was not sent.", WAIT)
+    gate.write_text("")
+    _idle(nvim)
+    nvim.api.command("GeminiAgent second words")
+    wait_transcript(nvim, "echo: second words", WAIT)
+    sent = [json.loads(line) for line in prompts.read_text().splitlines()]
+    assert [block["text"] for blocks in sent for block in blocks] == ["second words"]
+    assert "echo: first words" not in transcript(nvim)

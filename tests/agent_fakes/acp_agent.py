@@ -20,6 +20,8 @@ The prompt's text says what to do:
 - ``ask-fail WORDS``: ask as ``ask`` does, then answer the prompt with a JSON-RPC
   error (``the model failed``) whatever the user said;
 - ``fail``: answer the prompt with that JSON-RPC error at once;
+- ``--hold-initialize PATH`` (a flag): answer ``initialize`` once the file PATH
+  exists (the agent is starting until then).
 - ``until PATH``: stream ``tick N`` chunks, one every 20 ms, until the file PATH
   exists, then answer ``released`` (a turn that goes on while a test does more);
 - ``usage IN OUT``: answer ``counted``, the prompt's answer carrying
@@ -108,6 +110,11 @@ class FakeAgent:
         self._client = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
+        if "--hold-initialize" in sys.argv:
+            # Answered once the test makes this file: the agent is "starting" until then.
+            gate = sys.argv[sys.argv.index("--hold-initialize") + 1]
+            while not await _appeared(gate):
+                pass
         return schema.InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=schema.AgentCapabilities(

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from ..paths import NotRegularFileError, OutsidePolicyError, PathPolicy, has_control, shown
 from .image import MAX_BYTES as MAX_IMAGE
@@ -185,3 +186,18 @@ def embedded_text(path: str, policy: PathPolicy | None) -> str | None:
     except OSError as exc:
         raise AttachError(_why(path, exc)) from None
     return None if "\0" in text[:8192] else text
+
+
+def without_images(args: Mapping[str, Any], dropped: Collection[int] | None) -> dict[str, Any]:
+    """The request ``args`` given back to the panel without the images at the
+    indexes ``dropped`` (those refused: the others stay attached to the prompt),
+    or (None) without any."""
+    out = {k: v for k, v in args.items() if k != "images"}
+    kept = [
+        image
+        for i, image in enumerate(args.get("images") or ())
+        if dropped is not None and i not in dropped
+    ]
+    if kept:
+        out["images"] = kept
+    return out

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Collection, Coroutine, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import Any
 
 from . import attach, requests
@@ -200,7 +200,7 @@ class AgentSession:
                     "the agent takes no images (its initialize declares no"
                     " promptCapabilities.image): the images are dropped"
                 )
-                editor.attach_refused(_without_images(args, None), [], why)
+                editor.attach_refused(attach.without_images(args, None), [], why)
                 return
         read: tuple[Image, ...] = ()
         if refs or images:
@@ -214,7 +214,7 @@ class AgentSession:
                 return
             except attach.AttachError as exc:
                 dropped = () if exc.image is None else (exc.image,)
-                editor.attach_refused(_without_images(args, dropped), [], str(exc))
+                editor.attach_refused(attach.without_images(args, dropped), [], str(exc))
                 return
         await self.prompt(Prompt(text, refs, read))
 
@@ -240,7 +240,10 @@ class AgentSession:
         # The turn is taken before the agent is ready: a prompt sent while it starts
         # waits for it (and is answered), a second one meanwhile is told to wait.
         async with self._activity():
-            await self.ensure_started()
+            # Shielded: a cancel meanwhile drops the turn, not the agent's start.
+            start = asyncio.ensure_future(self.ensure_started())
+            start.add_done_callback(lambda f: f.cancelled() or f.exception())
+            await asyncio.shield(start)
             self.conversation.error = None  # a new turn: the last one's failure is over
             self.fold.settle()
             await fn(*args)
@@ -306,6 +309,15 @@ class AgentSession:
 
     async def cancel(self) -> None:
         if not self.transport.connected:
+            # The agent is starting: the prompt waiting for it is never sent (the
+            # start goes on, for the next prompt).
+            waiting = self.conversation.activities() - {asyncio.current_task()}
+            for task in waiting:
+                task.cancel()
+            if waiting:
+                await asyncio.wait(waiting)
+                self.fold.settle("cancelled")
+                self.notice("Cancelled: the prompt was not sent.", "info")
             return
         # The cancel is part of the turn until the agent's turn has ended: "idle"
         # before that let a prompt reach an agent still busy with the last one.
@@ -379,18 +391,3 @@ class AgentSession:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.view.drained(), DRAIN_BEFORE_CLOSE)
         self.view.close()  # later batches (the transcript stays) go through the editor
-
-
-def _without_images(args: Mapping[str, Any], dropped: Collection[int] | None) -> dict[str, Any]:
-    """The request ``args`` given back to the panel without the images at the
-    indexes ``dropped`` (those refused: the others stay attached to the prompt),
-    or (None) without any."""
-    out = {k: v for k, v in args.items() if k != "images"}
-    kept = [
-        image
-        for i, image in enumerate(args.get("images") or ())
-        if dropped is not None and i not in dropped
-    ]
-    if kept:
-        out["images"] = kept
-    return out
