@@ -113,7 +113,7 @@ return {
           valid = positive,
           invalid = "must be a positive number of seconds",
           summary = "Seconds a cancelled prompt may take to end before the agent is stopped",
-          help = "Seconds a cancelled prompt may take to end before the agent is stopped (the next prompt starts it again).",
+          help = "Seconds a cancelled prompt may take to end before the agent is stopped (the next prompt starts it again). When other conversations use it, it is not stopped: that turn is left to it and the conversation goes on in a new session of the same agent.",
         },
       },
     },
