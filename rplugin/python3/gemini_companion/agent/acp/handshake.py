@@ -18,7 +18,7 @@ from ..transport import TransportError
 from .grants import WriteGrants
 from .process import AgentChild
 from .turns import AcpTurns
-from .wire import AUTH_REQUIRED, PROTOCOL_VERSION, AgentError, initialize_params
+from .wire import AUTH_REQUIRED, PROTOCOL_VERSION, AgentError, error_text, initialize_params
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +97,17 @@ class AcpHandshake(AcpTurns):
                     raise
                 await self._authenticate(str(exc))
                 raw = await self._request("session/load", params)
-        except BaseException:
+        except BaseException as exc:
             self._session_id = previous
+            if isinstance(exc, AgentError):  # marked in the history, saying why
+                assert self._store is not None
+                await asyncio.to_thread(
+                    self._store.failed, session_id, self.context.workspace, error_text(exc)
+                )
             raise
         self._session_started(raw or {}, session_id)
         assert self._store is not None
-        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
+        await asyncio.to_thread(self._store.loaded, session_id, self.context.workspace)
 
     async def _authenticate(self, why: str) -> None:
         offered = {str(m.get("id")): m for m in self._auth_methods}
@@ -163,23 +168,23 @@ class AcpHandshake(AcpTurns):
         return servers
 
     async def _wait_for_a_new_minute(self, session_id: str) -> None:
-        """Gemini CLI 0.61.0 names a session's record by the minute it started and
-        starts a new record when it loads one: in the same minute both get the same
-        name, the conversation is overwritten and the load fails. A session this
-        panel started less than a minute ago is loaded once the minute has turned."""
+        """Gemini CLI 0.61.0 names a session's record by the minute it was created
+        or last loaded, and a load starts a new record: in the same minute both get
+        the same name, the conversation is overwritten and the load fails (across a
+        restart of Neovim too). A session the panel created or loaded less than a
+        minute ago (the history's record) is loaded once the minute has turned."""
         assert self._store is not None
-        records = await asyncio.to_thread(self._store.list, self.context.workspace)
-        record = next((r for r in records if r.get("id") == session_id), None)
-        if record is None or not record.get("created_at"):
+        last = await asyncio.to_thread(self._store.last_opened, session_id)
+        if not last:
             return
         # A few seconds of margin: the CLI's clock reading is not ours.
-        boundary = (int(float(record["created_at"]) + 5) // 60 + 1) * 60
+        boundary = (int(last + 5) // 60 + 1) * 60
         wait = boundary - time.time()
         if wait > 0:
             self._emit(
                 Notice(
                     f"Waiting {wait:.0f} s: Gemini CLI loses a conversation loaded in the"
-                    " minute it started."
+                    " minute it was started or last loaded."
                 )
             )
             await asyncio.sleep(wait)
