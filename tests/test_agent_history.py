@@ -86,7 +86,9 @@ def _cwd(nvim: Nvim) -> str:
     return str(nvim.lua("return vim.fn.getcwd()"))
 
 
-def _record(nvim: Nvim, id_: str, title: str, protocol: str = "acp", **extra: Any) -> dict[str, Any]:
+def _record(
+    nvim: Nvim, id_: str, title: str, protocol: str = "acp", **extra: Any
+) -> dict[str, Any]:
     """A past conversation of a day ago (no minute to wait for), used an hour ago."""
     now = time.time()
     return {
@@ -128,7 +130,9 @@ def _conversations(nvim: Nvim) -> list[dict[str, Any]]:
 
 
 def _text_of(nvim: Nvim, conversation: int) -> str:
-    return "\n".join(nvim.lua("return require('gemini_companion.agent').transcript(...)", conversation))
+    return "\n".join(
+        nvim.lua("return require('gemini_companion.agent').transcript(...)", conversation)
+    )
 
 
 def _records(nvim: Nvim) -> dict[str, dict[str, Any]]:
@@ -197,7 +201,9 @@ def test_choosing_a_past_conversation_loads_it_into_its_own_transcript(
         return found[0] if found and found[0].get("session_id") == "past-1" else None
 
     second = wait_for(loaded, WAIT, "the past conversation loaded in a new one")
-    wait_for(lambda: "echo: about the apricot talk" in _text_of(nvim, second["id"]), WAIT, "its replay")
+    wait_for(
+        lambda: "echo: about the apricot talk" in _text_of(nvim, second["id"]), WAIT, "its replay"
+    )
     assert "about the apricot talk" in transcript(nvim), "the loaded one is shown"
     assert second["title"] == "the apricot talk"
     assert "apricot" not in _text_of(nvim, first), "the live one keeps its own transcript"
@@ -240,7 +246,11 @@ def test_conversations_are_renamed_and_deleted(
     _seed(nvim, tmp_path, [_record(nvim, "past-1", "the apricot talk")])
     session = _prompt(nvim, "first words here\nand a second line")["session_id"]
     assert _conversations(nvim)[0]["title"] == "first words here"
-    wait_for(lambda: _records(nvim).get(session, {}).get("title") == "first words here", WAIT, "the title")
+    wait_for(
+        lambda: _records(nvim).get(session, {}).get("title") == "first words here",
+        WAIT,
+        "the title",
+    )
 
     nvim.api.command("GeminiAgentRename My topic")
     assert _conversations(nvim)[0]["title"] == "My topic"
@@ -290,7 +300,9 @@ def test_a_damaged_history_is_moved_aside_said_once_and_starts_empty(
     assert asides[0].exists()
 
 
-def test_a_missing_history_is_an_empty_one(nvim_factory: Callable[..., Nvim], tmp_path: Path) -> None:
+def test_a_missing_history_is_an_empty_one(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
     nvim = _panel(nvim_factory, tmp_path)
     assert not _history_file(nvim).exists()
     assert _pick(nvim) == []
@@ -300,6 +312,23 @@ def test_a_missing_history_is_an_empty_one(nvim_factory: Callable[..., Nvim], tm
     assert ["the first one" in label for label in _pick(nvim)] == [True]
 
 
+def test_an_a2a_conversation_is_recorded_and_listed_as_a2a(scripted_nvim: Nvim) -> None:
+    """The scripted transport speaks for an A2A agent: its conversation is task-1."""
+    nvim = scripted_nvim
+    nvim.lua(_PICKER)
+    nvim.api.command("GeminiAgent say hello over a2a")
+    wait_transcript(nvim, "Hello, world", WAIT)
+    wait_for(lambda: "task-1" in _records(nvim), WAIT, "the task recorded in the history")
+    record = _records(nvim)["task-1"]
+    assert (record["protocol"], record["title"], record["cwd"]) == (
+        "a2a",
+        "say hello over a2a",
+        _cwd(nvim),
+    )
+    label = _label(_pick(nvim), "say hello over a2a")
+    assert label.startswith("*") and "a2a" in label, label
+
+
 # -- the real gemini --acp: a load just after a restart loses nothing ------------------
 
 
@@ -307,9 +336,10 @@ def test_a_missing_history_is_an_empty_one(nvim_factory: Callable[..., Nvim], tm
 def test_a_conversation_loaded_again_just_after_a_restart_is_not_lost(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:
-    """Gemini CLI 0.61.0 names a conversation's chat file by the minute of its last
-    create or load; a load in that same minute (here: after a restart of Neovim)
-    wiped it, and every later load answered "No previous sessions found"."""
+    """A conversation loaded once, then again after a restart of Neovim: Gemini CLI
+    0.61.0's load leaves a chat file without conversation in it, and the CLI's next
+    start deleted every file of that session with it (acp/chat_files.py); the
+    second load answered "No previous sessions found for this project."."""
     work = tmp_path / "work"
     work.mkdir()
     home = gemini_home(tmp_path, ide=True)
@@ -336,11 +366,14 @@ def test_a_conversation_loaded_again_just_after_a_restart_is_not_lost(
             return _text_of(nvim, found[0]["id"]) if found else None
 
         try:
-            return str(wait_for(lambda: (t := loaded()) and "Noted: apricot." in t and t, WAIT, "the load"))
+            return str(
+                wait_for(lambda: (t := loaded()) and "Noted: apricot." in t and t, WAIT, "the load")
+            )
         except AssertionError as exc:
             notes = "\n".join(_notes(nvim))
             files = sorted(p.name for p in home.glob(".gemini/tmp/*/chats/*"))
-            raise AssertionError(f"{exc}\n{notes}\n{transcript(nvim)}\n{files}") from None
+            convs = [(c, _text_of(nvim, c["id"])) for c in _conversations(nvim)]
+            raise AssertionError(f"{exc}\n{notes}\n{convs}\n{files}") from None
 
     first = start("Noted: apricot.")
     first.api.command("GeminiAgent remember the word apricot")
@@ -348,13 +381,12 @@ def test_a_conversation_loaded_again_just_after_a_restart_is_not_lost(
     session = wait_agent(first, "idle", lambda s: s["state"] == "idle")["session_id"]
     first.close()
     wait_for(lambda: not agents(), 30, "the agent to exit with Neovim")
-
     second = start("unused")
     assert "remember the word apricot" in load(second)
     second.close()
     wait_for(lambda: not agents(), 30, "the agent to exit with Neovim")
 
-    third = start("Still here.")  # seconds after the load: the same minute, often
+    third = start("Still here.")  # a new CLI: its start cleans up its chat files
     assert "remember the word apricot" in load(third)
     third.api.command("GeminiAgent are you there?")
     wait_transcript(third, "Still here.", WAIT)

@@ -21,7 +21,7 @@ from acp import PROTOCOL_VERSION, RequestError, run_agent, schema
 from acp.helpers import text_block, update_agent_message, update_user_message
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from acp_agent import FakeAgent  # noqa: E402
+from acp_agent import FakeAgent
 
 STORE = Path(sys.argv[sys.argv.index("--store") + 1])
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..mcp_servers import acp_mcp_server
 from ..model import Notice, SessionUpdate
 from ..transport import TransportError
+from .chat_files import LoadLeftovers
 from .grants import WriteGrants
 from .process import AgentChild
 from .turns import AcpTurns
@@ -89,6 +90,8 @@ class AcpHandshake(AcpTurns):
         previous, self._session_id = self._session_id, session_id
         assert self._updates is not None
         self._updates.reset()
+        leftovers = LoadLeftovers({**self.context.env, **self.options.env}, session_id)
+        await asyncio.to_thread(leftovers.before)
         try:
             try:
                 raw = await self._request("session/load", params)
@@ -105,6 +108,8 @@ class AcpHandshake(AcpTurns):
                     self._store.failed, session_id, self.context.workspace, error_text(exc)
                 )
             raise
+        finally:
+            await asyncio.to_thread(leftovers.remove)  # chat_files.py: what the CLI deletes
         self._session_started(raw or {}, session_id)
         assert self._store is not None
         await asyncio.to_thread(self._store.loaded, session_id, self.context.workspace)
@@ -168,23 +173,25 @@ class AcpHandshake(AcpTurns):
         return servers
 
     async def _wait_for_a_new_minute(self, session_id: str) -> None:
-        """Gemini CLI 0.61.0 names a session's record by the minute it was created
-        or last loaded, and a load starts a new record: in the same minute both get
-        the same name, the conversation is overwritten and the load fails (across a
-        restart of Neovim too). A session the panel created or loaded less than a
-        minute ago (the history's record) is loaded once the minute has turned."""
+        """Gemini CLI 0.61.0 names a session's chat file by the UTC minute it was
+        created, and a load starts a new record named by its own minute: in the
+        creation minute both get the same name, the conversation is overwritten and
+        the load fails. A session the panel created less than a minute ago (the
+        history's record) is loaded once the minute has turned. (The minute of an
+        earlier load does not matter: its record is not the conversation's file,
+        and chat_files.py removes it.)"""
         assert self._store is not None
-        last = await asyncio.to_thread(self._store.last_opened, session_id)
-        if not last:
+        created = await asyncio.to_thread(self._store.created_at, session_id)
+        if not created:
             return
         # A few seconds of margin: the CLI's clock reading is not ours.
-        boundary = (int(last + 5) // 60 + 1) * 60
+        boundary = (int(created + 5) // 60 + 1) * 60
         wait = boundary - time.time()
         if wait > 0:
             self._emit(
                 Notice(
                     f"Waiting {wait:.0f} s: Gemini CLI loses a conversation loaded in the"
-                    " minute it was started or last loaded."
+                    " minute it started."
                 )
             )
             await asyncio.sleep(wait)

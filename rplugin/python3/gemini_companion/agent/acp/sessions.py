@@ -53,10 +53,6 @@ class SessionStore:
 
         self._history.change(session_id, apply)
 
-    def created(self, session_id: str, cwd: str) -> None:
-        """The agent made ``session_id`` now (``session/new``)."""
-        self._update(session_id, cwd, created_at=None)
-
     def loaded(self, session_id: str, cwd: str) -> None:
         """The agent loaded ``session_id`` now: it wrote a new record of it, named by
         this minute; the last load's failure, if any, is over."""
@@ -80,7 +76,7 @@ class SessionStore:
 
         self._history.change(session_id, apply)
 
-    def last_opened(self, session_id: str) -> float:
-        """When the agent last created or loaded ``session_id`` (0: not known)."""
+    def created_at(self, session_id: str) -> float:
+        """When the agent made ``session_id`` (0: not known)."""
         record = self._history.get(session_id)
-        return 0.0 if record is None else record.last_opened
+        return 0.0 if record is None else record.created_at

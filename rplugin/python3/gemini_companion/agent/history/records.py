@@ -1,8 +1,8 @@
 """One conversation of the history: which agent session (ACP) or task (A2A) it
-is, the workspace it belongs to, its title, and its times. ``loaded_at`` matters
-to Gemini CLI 0.61.0: it names a conversation's record by the UTC minute of its
-last ``session/new`` or ``session/load``, and a load in that same minute wipes it
-(handshake.py waits for the minute to turn). ``error``: why the last load failed
+is, the workspace it belongs to, its title, and its times. ``created_at`` matters
+to Gemini CLI 0.61.0: it names a conversation's chat file by the UTC minute it was
+created, and a load in that minute wipes it (handshake.py waits for the minute to
+turn). ``error``: why the last load failed
 ("" when it did not)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class HistoryRecord:
         return cls(
             id=item["id"],
             cwd=str(item.get("cwd") or ""),
-            protocol=str(item.get("protocol") or "acp"),
+            protocol="a2a" if item.get("protocol") == "a2a" else "acp",  # older records: ACP
             title=str(item.get("title") or ""),
             created_at=_number(item.get("created_at")),
             loaded_at=_number(item.get("loaded_at")),
@@ -43,11 +43,6 @@ class HistoryRecord:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-    @property
-    def last_opened(self) -> float:
-        """When the agent last started a record of it (created or loaded)."""
-        return max(self.created_at, self.loaded_at)
 
 
 def title_of(prompt: str) -> str:
