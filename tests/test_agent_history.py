@@ -152,6 +152,15 @@ def _prompt(nvim: Nvim, words: str) -> dict[str, Any]:
     return wait_agent(nvim, "idle", lambda s: s["state"] == "idle")
 
 
+def _when(label: str) -> float:
+    """The time a picker's label shows (local time, to the minute)."""
+    return time.mktime(time.strptime(label[2:18], "%Y-%m-%d %H:%M"))
+
+
+def _minute(t: float) -> float:
+    return t - time.localtime(t).tm_sec - (t % 1)
+
+
 def _label(labels: list[str], needle: str) -> str:
     found = [label for label in labels if needle in label]
     assert len(found) == 1, (needle, labels)
@@ -171,15 +180,17 @@ def test_the_picker_lists_live_and_past_conversations_with_title_time_and_protoc
             {**_record(nvim, "elsewhere", "another workspace"), "cwd": str(tmp_path)},
         ],
     )
+    before = time.time()
     _prompt(nvim, "hello live")
+    after = time.time()
     labels = _pick(nvim)
     assert len(labels) == 3, labels  # the other workspace's is not listed
     live, past, task = labels
     assert live.startswith("*") and "hello live" in live and "acp" in live, live
-    assert time.strftime("%Y-%m-%d %H:", time.localtime()) in live, live
+    assert _minute(before) <= _when(live) <= after, (live, before, after)
     assert "the apricot talk" in past and "acp" in past and not past.startswith("!"), past
-    an_hour_ago = time.strftime("%Y-%m-%d %H:%M", time.localtime(time.time() - 3600))
-    assert an_hour_ago[:-1] in past, past
+    used = _records(nvim)["past-1"]["updated_at"]
+    assert time.strftime("%Y-%m-%d %H:%M", time.localtime(used)) in past, past
     assert task.startswith("!") and "a2a" in task and "an a2a task" in task, task
     assert "cannot load: an A2A task cannot be loaded again" in task, task
     # Choosing the A2A one says why and changes nothing.

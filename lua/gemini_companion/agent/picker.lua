@@ -185,8 +185,9 @@ function M.command(action)
       return e.session_id ~= nil
     end, M.entries())
     pick("Delete which conversation from the history?", entries, function(e)
-      ---@cast e.session_id -nil
-      if require("gemini_companion.agent.history").delete(e.session_id) then
+      if
+        require("gemini_companion.agent.history").delete(e.session_id --[[@as string]])
+      then
         notify(("deleted %q from the history"):format(e.title))
       end
     end)
