@@ -116,6 +116,20 @@ end, {
   desc = "Show the Gemini agent conversation {id} in the panel",
 })
 
+command("GeminiAgentConversations", function(args)
+  require("gemini_companion.agent.picker").command(args.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return { "rename", "delete" }
+  end,
+  desc = "Pick a live or past Gemini agent conversation (rename, delete: pick one to rename or forget)",
+})
+
+command("GeminiAgentRename", function(args)
+  require("gemini_companion.agent.picker").rename_shown(args.args)
+end, { nargs = 1, desc = "Rename the shown Gemini agent conversation" })
+
 command("GeminiAgentStop", function()
   require("gemini_companion.agent").stop()
 end, { desc = "Stop the Gemini agent (and the server the plugin started for it)" })

@@ -33,6 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
 LONGEST_FIRST = (
     "test_agent_acp.py",  # a minute of it waits for the CLI's clock (handshake.py)
     "test_agent_resume_words.py",  # the same wait
+    "test_agent_history_restart.py",  # the same wait, and three Neovims in turn
     "test_plugin.py",
     "test_agent_resume.py",
     "test_hardening.py",

@@ -19,8 +19,8 @@ function M.notify(message, level)
   vim.notify(message, level or vim.log.levels.INFO, { title = "Gemini agent" })
 end
 
---- Where the ACP transport records the sessions it started (agent/acp/sessions.py),
---- for :GeminiAgentResume.
+--- The conversation history (history.lua; the Python side's agent/history/), for
+--- :GeminiAgentConversations and :GeminiAgentResume.
 ---@return string
 function M.sessions_file()
   return vim.fs.joinpath(vim.fn.stdpath("state"), "gemini-companion", "acp-sessions.json")
@@ -48,6 +48,7 @@ function M.ensure(opts)
       require("gemini_companion.agent.conversations").renumber(c)
     end
     local cfg = M.config()
+    require("gemini_companion.agent.history").check()
     host.agent("open", {
       conversation = c.id,
       protocol = cfg.protocol,

@@ -19,6 +19,10 @@ local M = {}
 ---@field started boolean a state other than "stopped" came since it was opened
 ---@field retired boolean stopped by :GeminiAgentStop: a new id before it is opened again
 ---@field seq integer when it was made (newest first in the list)
+---@field used_at integer when it was last prompted (or made), os.time()
+---@field renamed boolean the user named it (:GeminiAgentRename): its first prompt does not
+---@field recorded? string the session or task the history has its name for
+---@field loading? { id: string, title: string } the past conversation being loaded into it
 
 ---@type table<integer, gemini_companion.AgentConversationSlot>
 local by_id = {}
@@ -49,6 +53,8 @@ local function make()
     started = false,
     retired = false,
     seq = seq,
+    used_at = os.time(),
+    renamed = false,
   }
   by_id[id] = c
   return c
@@ -177,8 +183,43 @@ end
 ---@param c gemini_companion.AgentConversationSlot
 ---@param text string
 function M.sent(c, text)
+  c.used_at = os.time()
   if c.title == "" then
     c.title = vim.split(vim.trim(text), "\n", { plain = true })[1] or ""
+  end
+  if c.state.protocol == "a2a" and c.state.task_id then
+    require("gemini_companion.agent.history").used_task(c.state.task_id, c.title)
+  end
+end
+
+--- Name conversation `c` `title` (:GeminiAgentRename), in the history too once it
+--- has a session (or task).
+---@param c gemini_companion.AgentConversationSlot
+---@param title string
+function M.rename(c, title)
+  c.title, c.renamed = title, true
+  c.recorded = nil
+  M.observed(c)
+end
+
+--- A state of `c` came (state.lua): a past conversation loaded into it gives it its
+--- title; the history learns the name the user gave it, and A2A tasks (the Python
+--- side records ACP sessions as the agent makes them).
+---@param c gemini_companion.AgentConversationSlot
+function M.observed(c)
+  local id = c.state.session_id or c.state.task_id
+  if c.loading and id == c.loading.id then
+    c.title, c.loading = c.title ~= "" and c.title or c.loading.title, nil
+  end
+  if not id or id == c.recorded then
+    return
+  end
+  local history = require("gemini_companion.agent.history")
+  if c.state.protocol == "a2a" and c.title ~= "" then
+    c.recorded = history.used_task(id, c.title) and id or nil
+  end
+  if c.renamed then
+    c.recorded = history.rename(id, c.title, { protocol = c.state.protocol }) and id or nil
   end
 end
 

@@ -204,8 +204,8 @@ function M.answer_options(accept)
   return require("gemini_companion.agent.answers").answer_options(accept)
 end
 
---- Where the ACP transport records the sessions it started (agent/acp/sessions.py),
---- for :GeminiAgentResume.
+--- The conversation history file (under `stdpath("state")`), for
+--- :GeminiAgentConversations and :GeminiAgentResume.
 ---@return string
 function M.sessions_file()
   return require("gemini_companion.agent.connection").sessions_file()
@@ -213,7 +213,7 @@ end
 
 --- Past ACP sessions of the current directory, most recent first, but the one
 --- open in the panel. None over A2A.
----@return gemini_companion.AgentSession[]
+---@return gemini_companion.AgentHistoryRecord[]
 function M.sessions()
   return require("gemini_companion.agent.resume").sessions()
 end

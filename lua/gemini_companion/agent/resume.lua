@@ -16,41 +16,19 @@ local function protocol()
     or require("gemini_companion.agent.connection").config().protocol
 end
 
----@class gemini_companion.AgentSession
----@field id string
----@field cwd string
----@field title string The first prompt
----@field created_at number
----@field updated_at number
-
 --- Past ACP sessions of the current directory, most recent first, but the one
 --- open in the panel (read from the plugin's own record: no round trip to the
 --- agent). None over A2A: the A2A server cannot load a conversation.
----@return gemini_companion.AgentSession[]
+---@return gemini_companion.AgentHistoryRecord[]
 function M.sessions()
   if protocol() ~= "acp" then
     return {}
   end
-  local file = io.open(require("gemini_companion.agent.connection").sessions_file(), "r")
-  if not file then
-    return {}
-  end
-  local text = file:read("*a")
-  file:close()
-  local ok, records = pcall(vim.json.decode, text)
-  if not ok or type(records) ~= "table" then
-    return {}
-  end
-  local cwd = vim.fn.getcwd()
   local open = require("gemini_companion.agent.state").current.session_id
-  local found = vim.tbl_filter(function(r)
+  return vim.tbl_filter(function(r)
     -- The conversation open in the panel is not offered: loading it changes nothing.
-    return type(r) == "table" and r.cwd == cwd and type(r.id) == "string" and r.id ~= open
-  end, records)
-  table.sort(found, function(a, b)
-    return (a.updated_at or 0) > (b.updated_at or 0)
-  end)
-  return found
+    return r.protocol == "acp" and r.id ~= open
+  end, require("gemini_companion.agent.history").workspace())
 end
 
 --- Load a past session into the agent (ACP `session/load`): its conversation is

@@ -26,6 +26,7 @@ function M._update(state, c)
   state.commands = state.commands or {}
   state.conversation = state.conversation or c.id
   c.state = state
+  conversations.observed(c)
   if state.state ~= "stopped" then
     c.started = true
   end

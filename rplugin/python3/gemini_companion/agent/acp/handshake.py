@@ -175,17 +175,19 @@ class Handshake:
         return servers
 
     async def _wait_for_a_new_minute(self, session_id: str) -> None:
-        """Gemini CLI 0.61.0 names a session's record by the minute it started and
-        starts a new record when it loads one: in the same minute both get the same
-        name, the conversation is overwritten and the load fails. A session this
-        panel started less than a minute ago is loaded once the minute has turned."""
+        """Gemini CLI 0.61.0 names a session's chat file by the UTC minute it was
+        created, and a load starts a new record named by its own minute: in the
+        creation minute both get the same name, the conversation is overwritten and
+        the load fails. A session the panel created less than a minute ago (the
+        history's record) is loaded once the minute has turned. (The minute of an
+        earlier load does not matter: its record is not the conversation's file,
+        and chat_files.py removes it.)"""
         assert self._store is not None
-        records = await asyncio.to_thread(self._store.list, self.context.workspace)
-        record = next((r for r in records if r.get("id") == session_id), None)
-        if record is None or not record.get("created_at"):
+        created = await asyncio.to_thread(self._store.created_at, session_id)
+        if not created:
             return
         # A few seconds of margin: the CLI's clock reading is not ours.
-        boundary = (int(float(record["created_at"]) + 5) // 60 + 1) * 60
+        boundary = (int(created + 5) // 60 + 1) * 60
         wait = boundary - time.time()
         if wait > 0:
             self._emit(

@@ -1,36 +1,24 @@
-"""The ACP sessions the panel started, remembered so ``:GeminiAgentResume`` can list them.
+"""The ACP sessions of the conversation history (agent/history): what the
+transport records as the agent works, so :GeminiAgentConversations and
+:GeminiAgentResume can list them after a restart and the next load waits for
+the CLI's minute.
 
-Gemini CLI 0.61.0 loads a past session (``session/load``) but cannot list them over
-ACP (no ``session/list``), and its own session files are its private format. The
-panel records each session it creates: id, workspace, a title (the first prompt),
-times. One small JSON file, rewritten whole (atomically) on change; a damaged
-file reads as empty rather than breaking the panel.
+Gemini CLI 0.61.0 loads a past session (``session/load``) but cannot list them
+over ACP (no ``session/list``), and its own session files are its private
+format. The panel records each session: id, workspace, a title (the first
+prompt's first line), when it was created, last loaded and last used, and why
+its last load failed.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
 import os
-import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from typing import Any
 
-log = logging.getLogger(__name__)
-
-MAX_SESSIONS = 200  # the oldest are forgotten beyond this
-
-
-@dataclass
-class SessionRecord:
-    id: str
-    cwd: str
-    title: str = ""
-    created_at: float = 0.0
-    updated_at: float = 0.0
+from ..history.records import HistoryRecord, title_of
+from ..history.store import HistoryStore
 
 
 def default_path(env: dict[str, str] | None = None) -> str:
@@ -42,62 +30,53 @@ def default_path(env: dict[str, str] | None = None) -> str:
 
 
 class SessionStore:
+    """The history's ACP records. Blocking (file I/O): call it in a thread."""
+
     def __init__(self, path: str) -> None:
         self.path = path
-
-    def _load(self) -> list[SessionRecord]:
-        try:
-            with open(self.path, encoding="utf-8") as f:
-                raw = json.load(f)
-        except FileNotFoundError:
-            return []
-        except (OSError, ValueError) as exc:
-            log.warning("ignoring the session list %s: %s", self.path, exc)
-            return []
-        records = []
-        for item in raw if isinstance(raw, list) else []:
-            if isinstance(item, dict) and isinstance(item.get("id"), str):
-                records.append(
-                    SessionRecord(
-                        id=item["id"],
-                        cwd=str(item.get("cwd") or ""),
-                        title=str(item.get("title") or ""),
-                        created_at=float(item.get("created_at") or 0),
-                        updated_at=float(item.get("updated_at") or 0),
-                    )
-                )
-        return records
-
-    def _save(self, records: list[SessionRecord]) -> None:
-        directory = os.path.dirname(self.path)
-        try:
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".acp-sessions-")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump([asdict(r) for r in records[-MAX_SESSIONS:]], f, indent=1)
-            os.replace(tmp, self.path)
-        except OSError as exc:
-            log.warning("could not save the session list %s: %s", self.path, exc)
-            with contextlib.suppress(OSError, UnboundLocalError):
-                os.unlink(tmp)
+        self._history = HistoryStore(path)
 
     def list(self, cwd: str) -> list[Mapping[str, Any]]:
         """The sessions of workspace ``cwd``, most recently used first."""
-        records = [r for r in self._load() if r.cwd == cwd]
-        records.sort(key=lambda r: r.updated_at, reverse=True)
-        return [asdict(r) for r in records]
+        return [r.to_json() for r in self._history.workspace(cwd) if r.protocol == "acp"]
+
+    def _update(self, session_id: str, cwd: str, **changes: Any) -> None:
+        now = time.time()
+
+        def apply(record: HistoryRecord | None) -> HistoryRecord:
+            if record is None:
+                record = HistoryRecord(session_id, cwd, "acp")
+            for name, value in changes.items():
+                setattr(record, name, now if value is None else value)
+            record.updated_at = now
+            return record
+
+        self._history.change(session_id, apply)
+
+    def loaded(self, session_id: str, cwd: str) -> None:
+        """The agent loaded ``session_id`` now: it wrote a new record of it, named by
+        this minute; the last load's failure, if any, is over."""
+        self._update(session_id, cwd, loaded_at=None, error="")
+
+    def failed(self, session_id: str, cwd: str, why: str) -> None:
+        """Loading ``session_id`` failed: the history marks it, saying why."""
+        self._update(session_id, cwd, error=why)
 
     def touch(self, session_id: str, cwd: str, title: str | None = None) -> None:
-        """Record that ``session_id`` was used now (created, prompted or loaded)."""
+        """``session_id`` was used now (prompted): its first prompt names it."""
         now = time.time()
-        records = self._load()
-        record = next((r for r in records if r.id == session_id), None)
-        if record is None:
-            record = SessionRecord(session_id, cwd, created_at=now)
-        else:
-            records.remove(record)
-        record.updated_at = now
-        if title and not record.title:
-            record.title = " ".join(title.split())[:80]
-        records.append(record)
-        self._save(records)
+
+        def apply(record: HistoryRecord | None) -> HistoryRecord:
+            if record is None:
+                record = HistoryRecord(session_id, cwd, "acp", created_at=now)
+            record.updated_at = now
+            if title and not record.title:
+                record.title = title_of(title)
+            return record
+
+        self._history.change(session_id, apply)
+
+    def created_at(self, session_id: str) -> float:
+        """When the agent made ``session_id`` (0: not known)."""
+        record = self._history.get(session_id)
+        return 0.0 if record is None else record.created_at

@@ -57,6 +57,7 @@ from ...sdk import skip_package_inits
 from ..model import Notice, Prompt, SessionUpdate
 from ..transport import EventSink, NotSupportedError, Transport, TransportContext, TransportError
 from .answers import answer_permission
+from .chat_files import LoadLeftovers
 from .client_requests import ClientRequests
 from .grants import WriteGrants
 from .handshake import Handshake, Hello, SessionFacts, initialize
@@ -65,7 +66,7 @@ from .options import AcpOptions
 from .shared import shared_agent
 from .state import AcpSession
 from .turns import TurnRunner
-from .wire import PROTOCOL_VERSION, AgentError
+from .wire import PROTOCOL_VERSION, AgentError, error_text
 
 if TYPE_CHECKING:
     from .process import AgentChild
@@ -203,13 +204,20 @@ class AcpTransport(Transport):
         previous, self._session.id = self._session.id, session_id
         assert self._session.updates is not None
         self._session.updates.reset()
+        leftovers = LoadLeftovers({**self.context.env, **self.options.env}, session_id)
+        await asyncio.to_thread(leftovers.before)
         try:
             _, raw = await self._handshake.open(self._hello, session_id)
-        except BaseException:
+        except BaseException as exc:
             self._session.id = previous
+            if isinstance(exc, AgentError):  # marked in the history, saying why
+                why = error_text(exc)
+                await asyncio.to_thread(self._store.failed, session_id, self.context.workspace, why)
             raise
+        finally:
+            await asyncio.to_thread(leftovers.remove)  # chat_files.py: what the CLI deletes
         self._started(raw, session_id)
-        await asyncio.to_thread(self._store.touch, session_id, self.context.workspace)
+        await asyncio.to_thread(self._store.loaded, session_id, self.context.workspace)
 
     def _started(self, raw: Mapping[str, Any], session_id: str) -> None:
         facts = self._facts = SessionFacts.of(raw)
