@@ -276,3 +276,31 @@ def test_an_a2a_conversation_is_recorded_and_listed_as_a2a(scripted_nvim: Nvim) 
     )
     label = one_label(pick(nvim), "say hello over a2a")
     assert label.startswith("*") and "a2a" in label, label
+
+
+def test_only_the_chat_files_a_load_made_are_removed(tmp_path: Path) -> None:
+    """chat_files.py changes nothing of the CLI's folder but the chat files of the
+    loaded session that the load made: the conversation's own file, another
+    session's, and another project's stay."""
+    from gemini_companion.agent.acp.chat_files import LoadLeftovers
+
+    session = "0a1b2c3d-1111-2222-3333-444455556666"
+    chats = tmp_path / ".gemini" / "tmp" / "project" / "chats"
+    other_project = tmp_path / ".gemini" / "tmp" / "other" / "chats"
+    chats.mkdir(parents=True)
+    other_project.mkdir(parents=True)
+    own = chats / "session-2026-11-28T10-00-0a1b2c3d.jsonl"
+    own.write_text('{"conversation": "kept"}\n')
+    leftovers = LoadLeftovers({"HOME": str(tmp_path)}, session)
+    leftovers.before()
+    made = chats / "session-2026-11-28T10-05-0a1b2c3d.jsonl"
+    made.write_text("{}\n")
+    another = chats / "session-2026-11-28T10-05-99999999.jsonl"
+    another.write_text("{}\n")
+    unrelated = chats / "notes.txt"
+    unrelated.write_text("mine\n")
+    assert leftovers.remove() == [str(made)]
+    assert not made.exists()
+    assert own.read_text() == '{"conversation": "kept"}\n'
+    assert another.exists() and unrelated.exists()
+    assert sorted(p.name for p in other_project.iterdir()) == []
