@@ -249,6 +249,27 @@ def test_a_damaged_history_is_moved_aside_said_once_and_starts_empty(
     assert asides[0].exists()
 
 
+def test_a_history_damaged_while_the_panel_runs_is_moved_aside_and_said(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    """Damaged while the agent works (the Python side reads it as it records the
+    next prompt): the user is told where it went, and the history goes on empty."""
+    nvim = _panel(nvim_factory, tmp_path)
+    path = history_file(nvim)
+    first = _prompt(nvim, "before the damage")["session_id"]
+    wait_for(lambda: first in history_records(nvim), WAIT, "the conversation recorded")
+    path.write_text("{ not a list")
+    nvim.api.command("GeminiAgent after the damage")
+    wait_transcript(nvim, "echo: after the damage", WAIT)
+    said = wait_for(
+        lambda: [n for n in notified(nvim) if "history was damaged" in n], WAIT, "the message"
+    )
+    asides = list(path.parent.glob(path.name + ".corrupt-*"))
+    assert len(asides) == 1 and asides[0].read_text() == "{ not a list"
+    assert str(asides[0]) in said[0] and "starts empty" in said[0], said
+    wait_for(lambda: first in history_records(nvim), WAIT, "the conversation recorded again")
+
+
 def test_a_missing_history_is_an_empty_one(
     nvim_factory: Callable[..., Nvim], tmp_path: Path
 ) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..history.records import HistoryRecord, title_of
@@ -32,9 +32,9 @@ def default_path(env: dict[str, str] | None = None) -> str:
 class SessionStore:
     """The history's ACP records. Blocking (file I/O): call it in a thread."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, on_damaged: Callable[[str], None] | None = None) -> None:
         self.path = path
-        self._history = HistoryStore(path)
+        self._history = HistoryStore(path, on_damaged)
 
     def list(self, cwd: str) -> list[Mapping[str, Any]]:
         """The sessions of workspace ``cwd``, most recently used first."""

@@ -181,8 +181,10 @@ class AcpTransport(Transport):
         if self._session.updates is None:
             self._session.updates = UpdateTranslator()
             self._session.files = EditorFiles(self.context.editor, self.context.paths)
+            editor = self.context.editor
             self._store = SessionStore(
-                self.options.sessions_file or default_path(dict(self.context.env))
+                self.options.sessions_file or default_path(dict(self.context.env)),
+                lambda text: editor.notify(f"Gemini agent: {text}", 3),
             )
             self._handshake = Handshake(
                 self.context,

@@ -53,9 +53,11 @@ def move_aside(path: str) -> str | None:
 
 
 class HistoryStore:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, on_damaged: Callable[[str], None] | None = None) -> None:
+        """``on_damaged``: told (any thread) what happened to a damaged file, for the user."""
         self.path = path
         self._lock = _lock_for(path)
+        self._on_damaged = on_damaged
 
     def read(self) -> list[HistoryRecord]:
         """Every record (the file's order: least recently changed first)."""
@@ -73,6 +75,8 @@ class HistoryStore:
         except ValueError as exc:
             aside = move_aside(self.path)
             log.warning("the history %s is damaged (%s): moved to %s", self.path, exc, aside)
+            if self._on_damaged is not None:
+                self._on_damaged(f"the history was damaged: kept as {aside}; it starts empty")
             return []
         return [r for r in map(HistoryRecord.from_json, raw) if r is not None]
 
