@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_setup import wait_agent, wait_transcript
+from agent_setup import transcript, wait_agent, wait_transcript
 from harness import ROOT, Nvim, json_lines, wait_for
 
 SCRIPTED = f"{ROOT / 'tests' / 'agent_fakes' / 'scripted_transport.py'}:ScriptedTransport"
@@ -70,9 +70,9 @@ def test_a_diff_tab_opened_from_insert_mode_opens_in_normal_mode(scripted_nvim: 
     nvim.api.command("GeminiAgent")
     # Insert mode in the prompt (the default now; <Esc>i on the code before it).
     nvim.api.input("<Esc>iedit<C-s>")
-    wait_for(lambda: len(nvim.api.tabpages) == 2, 15, "the diff tab")
+    wait_for(lambda: len(nvim.api.tabpages) == 2, 60, "the diff tab")
     # The next keys are commands, not the proposal's text.
-    wait_for(lambda: nvim.api.api.get_mode()["mode"] == "n", 5, "Normal mode in the diff tab")
+    wait_for(lambda: nvim.api.api.get_mode()["mode"] == "n", 30, "Normal mode in the diff tab")
 
 
 def test_the_transcript_follows_an_answer_given_from_the_prompt(scripted_nvim: Nvim) -> None:
@@ -81,7 +81,10 @@ def test_the_transcript_follows_an_answer_given_from_the_prompt(scripted_nvim: N
     nvim.api.command("stopinsert")
     for n in range(3):
         nvim.api.current.buffer[:] = [f"hello {n}"]
-        nvim.api.input("<CR>")
+        nvim.api.input("<CR>")  # typed: Neovim reads it after this call returns
+        # Its answer drawn, then idle (the idle seen before the keys are read is the
+        # last turn's).
+        wait_for(lambda n=n: transcript(nvim).count("Hello, world") == n + 1, 60, "the answer")
         wait_agent(nvim, "idle", lambda s: s["state"] == "idle")
     # A confirmation; the answer after it is longer than the window.
     nvim.api.current.buffer[:] = ["shell long"]

@@ -255,6 +255,7 @@ class AgentSession:
         and a failure of the agent is shown and becomes the status."""
         try:
             async with self.conversation.activity():
+                self._publish()  # "working" goes in the batch that draws the prompt
                 try:
                     yield
                 except TransportError as exc:
