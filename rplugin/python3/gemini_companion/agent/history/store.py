@@ -76,7 +76,10 @@ class HistoryStore:
             aside = move_aside(self.path)
             log.warning("the history %s is damaged (%s): moved to %s", self.path, exc, aside)
             if self._on_damaged is not None:
-                self._on_damaged(f"the history was damaged: kept as {aside}; it starts empty")
+                kept = os.path.basename(aside) if aside else "nowhere"
+                self._on_damaged(
+                    f"the history was damaged: it starts empty ({kept} kept beside it)"
+                )
             return []
         return [r for r in map(HistoryRecord.from_json, raw) if r is not None]
 
