@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -357,44 +356,54 @@ def _slow_installer_venv(root: Path, *, fail: bool = False) -> Path:
     return marker
 
 
+def first_start_without_build(root: Path) -> tuple[dict[str, str], Path]:
+    """A user's environment with the plugin installed and never built, its pip a
+    slow stand-in (:func:`_slow_installer_venv`): the environment, and the marker
+    file that exists while that pip runs (bench/build_keys.py uses it too)."""
+    env = _user_env(root)
+    _install(root)
+    marker = _slow_installer_venv(root)
+    # No g:python3_host_prog, and python3 on PATH is this suite's base Python (the
+    # same version, without pynvim): the build makes the plugin's venv (above) the host.
+    shim = root / "shim"
+    shim.mkdir()
+    (shim / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
+    env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
+    return env, marker
+
+
 def test_first_start_builds_in_the_background_keys_stay_live_and_the_companion_starts(
     tmp_path: Path,
 ) -> None:
     """Installed without a build: the first start runs the build in the background
-    (here with a slow stand-in for pip), typed keys are handled within 100 ms while
-    it runs, and the companion starts in the same session."""
-    env = _user_env(tmp_path)
-    _install(tmp_path)
-    marker = _slow_installer_venv(tmp_path)
-    # No g:python3_host_prog, and python3 on PATH is this suite's base Python (the
-    # same version, without pynvim): the build makes the plugin's venv (above) the host.
-    shim = tmp_path / "shim"
-    shim.mkdir()
-    (shim / "python3").symlink_to(getattr(sys, "_base_executable", sys.executable))
-    env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
+    (here with a slow stand-in for pip), typed keys are handled while it runs (not
+    held until it ends; how fast is bench's business, not a timed test), and the
+    companion starts in the same session."""
+    env, marker = first_start_without_build(tmp_path)
     pre = "\n".join(
         [
             "_G.notes = {}",
             "vim.notify = function(m) table.insert(_G.notes, m) end",
             "_G.handled = {}",
-            "vim.keymap.set('n', '<F2>', function() table.insert(_G.handled, vim.uv.hrtime()) end)",
+            # Each key notes whether the (slow) pip step still ran when it was handled.
+            f"local marker = {json.dumps(str(marker))}",
+            "vim.keymap.set('n', '<F2>', function()",
+            "  table.insert(_G.handled, vim.uv.fs_stat(marker) ~= nil)",
+            "end)",
         ]
     )
     with user_nvim(tmp_path, env, user_init(tmp_path, {}, pre)) as nvim:
         wait_for(marker.exists, 60, "the build to reach the (slow) pip step")
-        sent: list[int] = []
-        while marker.exists():
-            sent.append(time.monotonic_ns())
+        typed = 0
+        while marker.exists():  # one key at a time, each once the last is handled
             nvim.input("<F2>")
-            time.sleep(0.1)
-        assert len(sent) >= 5, "keys were typed while pip ran"
-        handled = wait_for(
-            lambda: (h := nvim.exec_lua("return _G.handled")) and len(h) >= len(sent) and h,
-            10,
-            "every key to be handled",
-        )
-        latencies = [(h - t) / 1e6 for t, h in zip(sent, handled, strict=False)]
-        assert max(latencies) < 100, f"key latencies during the build (ms): {latencies}"
+            typed += 1
+            wait_for(
+                lambda n=typed: len(nvim.exec_lua("return _G.handled")) >= n, 60, "the key handled"
+            )
+        handled = nvim.exec_lua("return _G.handled")
+        # A build that held Neovim would have them all handled after pip ended.
+        assert sum(handled) >= 3, f"keys handled while pip ran (true) or after: {handled}"
 
         state = wait_running(nvim, 60)
         assert state["port"] > 0
