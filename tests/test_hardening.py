@@ -75,7 +75,7 @@ def test_fifos_pipes_and_devices_are_refused_and_neovim_stays_responsive(
     for path in (fifo, link, "/dev/stdin", "/proc/self/fd/0", "/dev/zero"):
         result = conn.call_tool("openDiff", {"filePath": str(path), "newContent": "x\n"})
         refused(result, "not a regular file")
-        assert answers_within(nvim, 1.0), f"Neovim froze on {path}"
+        assert answers_within(nvim, 10), f"Neovim froze on {path}"
     assert ui_snapshot(nvim) == before
 
 
