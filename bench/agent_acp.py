@@ -40,6 +40,7 @@ from harness import INTEROP, ROOT, Nvim, Sandbox, wait_for
 from panel import (
     agent_state,
     attach_ui,
+    cpu_seconds,
     measure_stream,
     seen,
     seen_count,
@@ -52,7 +53,6 @@ from stats import percentile
 
 LATENCY_TARGET_MS = 1.0
 STALL_TARGET_MS = 16.0
-TICKS = os.sysconf("SC_CLK_TCK")
 
 GEMINI_JS = INTEROP / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
 FAKE_AGENT = ROOT / "tests" / "agent_fakes" / "acp_agent.py"
@@ -139,11 +139,6 @@ def bench_stall(root: Path, manifest: Path) -> tuple[float, float, float]:
         )
     finally:
         nvim.close()
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
 
 
 def bench_cpu(root: Path, manifest: Path) -> tuple[float, float, float, int]:

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import Nvim, wait_for
-from long_chat import start, turn
-from panel import rss_mib
+from long_chat import turn
+from panel import rss_mib, start_scripted
 
 SWITCH_TARGET_MS = 30.0
 MEMORY_TARGET = 1.3
@@ -103,7 +103,7 @@ def main() -> None:
         root = Path(tmp)
         script = root / "script.json"
         script.write_text(json.dumps({"turns": turns}))
-        nvim = start(root / "nvim", script)
+        nvim = start_scripted(root / "nvim", script)
         try:
             first = shown(nvim)
             fill(nvim, TURNS)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -31,12 +30,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Nvim, Sandbox, empty_manifest, wait_for
+from harness import Nvim
 from hostile_markdown import hostile_lines
-from panel import agent_state, attach_ui, measure_stream, work_dir
+from panel import (
+    agent_state,
+    cpu_seconds,
+    load,
+    measure_stream,
+    start_scripted,
+)
 
-AGENT = Path(__file__).resolve().parent / "script_agent.py"
-TICKS = os.sysconf("SC_CLK_TCK")
 STALL_TARGET_MS = 16.0
 COST_TARGET = 2.0
 
@@ -48,41 +51,6 @@ for _, line in ipairs(vim.api.nvim_buf_get_lines(b, -4, -1, false)) do
 end
 return false
 """
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
-
-
-def load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def start(root: Path, script: Path) -> Nvim:
-    nvim = Nvim(
-        Sandbox.create(root, empty_manifest(root / "rplugin.vim")),
-        cwd=work_dir(root),
-        setup={
-            "agent": {"protocol": "acp", "acp": {"cmd": [sys.executable, str(AGENT), str(script)]}}
-        },
-    )
-    nvim.wait_running()
-    attach_ui(nvim)
-    nvim.api.command("GeminiAgent hello")
-    wait_for(
-        lambda: agent_state(nvim) == "idle" and "echo: hello" in transcript_tail(nvim), 60, "ready"
-    )
-    return nvim
-
-
-def transcript_tail(nvim: Nvim) -> str:
-    return "\n".join(
-        nvim.lua(
-            "local b = require('gemini_companion.agent.transcript').buffer()"
-            " return vim.api.nvim_buf_get_lines(b, -6, -1, false)"
-        )
-    )
 
 
 def stream_line(nvim: Nvim, turn: int) -> tuple[float, float, float, float]:
@@ -116,7 +84,7 @@ def main() -> None:
         turns = [[["text", f"{corpus[n]}\nend of {i}\n"]] for i, n in enumerate(names)]
         script.write_text(json.dumps({"turns": turns}))
         for run in range(args.runs):
-            nvim = start(root / f"run{run}", script)
+            nvim = start_scripted(root / f"run{run}", script)
             try:
                 for turn, name in enumerate(names):
                     results[name].append(stream_line(nvim, turn))

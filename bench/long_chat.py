@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -45,12 +44,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from harness import Nvim, Sandbox, empty_manifest, wait_for
-from panel import agent_state, attach_ui, measure_stream, rss_mib, seen, watch_transcript, work_dir
+from harness import Nvim, wait_for
+from panel import (
+    agent_state,
+    cpu_seconds,
+    load,
+    measure_stream,
+    rss_mib,
+    seen,
+    start_scripted,
+    transcript_tail,
+    watch_transcript,
+)
 from stats import percentile
-
-AGENT = Path(__file__).resolve().parent / "script_agent.py"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 STALL_TARGET_MS = 16.0
 P99_TARGET_MS = 1.0
@@ -111,39 +117,6 @@ def stream_answer(size: int, chunk: int) -> list[list[Any]]:
     return [["text", line * (size // len(line))]]
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
-
-
-def load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
-def start(root: Path, script: Path) -> Nvim:
-    """A Neovim with a UI, its panel open past a first answer."""
-    cmd = [sys.executable, str(AGENT), str(script)]
-    nvim = Nvim(
-        Sandbox.create(root, empty_manifest(root / "rplugin.vim")),
-        cwd=work_dir(root),
-        setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
-    )
-    nvim.wait_running()
-    attach_ui(nvim)
-    nvim.api.command("GeminiAgent hello")
-    wait_for(lambda: agent_state(nvim) == "idle" and "echo: hello" in tail(nvim), 60, "ready")
-    return nvim
-
-
-def tail(nvim: Nvim) -> str:
-    return "\n".join(
-        nvim.lua(
-            "local b = require('gemini_companion.agent.transcript').buffer()"
-            " return vim.api.nvim_buf_get_lines(b, -8, -1, false)"
-        )
-    )
-
-
 def transcript_bytes(nvim: Nvim) -> int:
     return int(
         nvim.lua(
@@ -159,7 +132,9 @@ def build(nvim: Nvim, turns: int) -> float:
     for n in range(turns):
         nvim.api.command(f"GeminiAgent turn {n}")
         wait_for(
-            lambda n=n: agent_state(nvim) == "idle" and f"End of step {n}." in tail(nvim),  # type: ignore[misc]
+            lambda n=n: (  # type: ignore[misc]
+                agent_state(nvim) == "idle" and f"End of step {n}." in transcript_tail(nvim)
+            ),
             300,
             f"turn {n} drawn",
             interval=0.05,
@@ -255,12 +230,12 @@ def main() -> None:
         script = root / "script.json"
         script.write_text(json.dumps({"turns": [*turns, answer]}))
         # The same answer in an empty panel first: the yardstick.
-        empty = start(root / "empty", script)
+        empty = start_scripted(root / "empty", script)
         try:
             short = stream(empty, args.turns, args.chunk, args.interval, lines)
         finally:
             empty.close()
-        nvim = start(root / "long", script)
+        nvim = start_scripted(root / "long", script)
         try:
             rss_before = rss_mib(nvim.pid)
             built = build(nvim, args.turns)

@@ -8,11 +8,16 @@ One clock throughout: CLOCK_MONOTONIC (``vim.uv.hrtime`` in Neovim, Python's
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import Nvim
+from harness import Nvim, Sandbox, empty_manifest, wait_for
+
+SCRIPT_AGENT = Path(__file__).resolve().parent / "script_agent.py"
+TICKS = os.sysconf("SC_CLK_TCK")
 
 # The Lua pattern's first capture names a line; _G.bench_seen[name] becomes the
 # vim.uv.hrtime() at which such a line first reached the transcript.
@@ -134,3 +139,44 @@ def work_dir(root: Path) -> Path:
     work = root / "work"
     work.mkdir(parents=True, exist_ok=True)
     return work
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds process ``pid`` has used so far (user and system)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def transcript_tail(nvim: Nvim, lines: int = 8) -> str:
+    """The transcript's last ``lines`` lines."""
+    return "\n".join(
+        nvim.lua(
+            "local b = require('gemini_companion.agent.transcript').buffer()"
+            " return vim.api.nvim_buf_get_lines(b, -(...) - 1, -1, false)",
+            lines,
+        )
+    )
+
+
+def start_scripted(root: Path, script: Path) -> Nvim:
+    """A Neovim with a UI whose panel drives bench/script_agent.py playing ``script``,
+    open past a first answer."""
+    cmd = [sys.executable, str(SCRIPT_AGENT), str(script)]
+    nvim = Nvim(
+        Sandbox.create(root, empty_manifest(root / "rplugin.vim")),
+        cwd=work_dir(root),
+        setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
+    )
+    nvim.wait_running()
+    attach_ui(nvim)
+    nvim.api.command("GeminiAgent hello")
+    wait_for(
+        lambda: agent_state(nvim) == "idle" and "echo: hello" in transcript_tail(nvim),
+        60,
+        "ready",
+    )
+    return nvim

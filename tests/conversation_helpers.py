@@ -98,3 +98,18 @@ def context(nvim: Nvim) -> str:
 
 def statusline(nvim: Nvim) -> str:
     return str(nvim.lua("return require('gemini_companion').statusline({ highlight = false })"))
+
+
+def assert_one_agent_both_working(nvim: Nvim, log: Path, first: int, second: int) -> None:
+    """One agent process (started once, per the plugin's ``log``), so one IDE-mode
+    client of the companion, and both conversations seen working."""
+    assert log.read_text().count("started node") == 1, log.read_text()
+    ide = wait_for(
+        lambda: nvim.lua("return require('gemini_companion').status().sessions or {}") or None,
+        WAIT,
+        "the agent's IDE connection",
+    )
+    assert len(ide) == 1
+    events = nvim.lua("return _G.test_events")
+    assert {"id": first, "state": "working"} in events
+    assert {"id": second, "state": "working"} in events

@@ -32,11 +32,18 @@ FAKE_AGENT = Path(__file__).parent / "agent_fakes" / "acp_agent.py"
 WAIT = 60
 
 
-def _panel(nvim_factory: Callable[..., Nvim], tmp_path: Path, *args: str) -> Nvim:
+def _panel(
+    nvim_factory: Callable[..., Nvim],
+    tmp_path: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> Nvim:
     work = tmp_path / "work"
     work.mkdir()
     cmd = [sys.executable, str(FAKE_AGENT), *args]
-    nvim = nvim_factory(cwd=work, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}})
+    nvim = nvim_factory(
+        cwd=work, env=env or {}, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}}
+    )
     nvim.wait_running()
     return nvim
 
@@ -321,15 +328,13 @@ def test_a_cancel_while_the_agent_starts_drops_the_prompt_not_the_start(
     for it is never sent (the user said stop), the panel says so, and the agent
     goes on starting for the next prompt."""
     gate, prompts = tmp_path / "initialize", tmp_path / "prompts.jsonl"
-    work = tmp_path / "work"
-    work.mkdir()
-    cmd = [sys.executable, str(FAKE_AGENT), "--hold-initialize", str(gate)]
-    nvim = nvim_factory(
-        cwd=work,
+    nvim = _panel(
+        nvim_factory,
+        tmp_path,
+        "--hold-initialize",
+        str(gate),
         env={"FAKE_ACP_PROMPTS": str(prompts)},
-        setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}},
     )
-    nvim.wait_running()
     nvim.api.command("GeminiAgent first words")
     wait_agent(nvim, "the agent starting", lambda s: s["state"] == "starting", WAIT)
     nvim.api.command("GeminiAgentCancel")

@@ -30,6 +30,7 @@ from conversation_helpers import (
     RECORD_EVENTS,
     WAIT,
     agent,
+    assert_one_agent_both_working,
     conversations,
     scripted_panel,
     statusline,
@@ -186,17 +187,7 @@ def test_two_conversations_go_on_at_once_on_one_real_gemini_acp_in_ide_mode(
     listed = conversations(nvim)
     assert listed[first]["session_id"] and listed[second]["session_id"]
     assert listed[first]["session_id"] != listed[second]["session_id"]
-    # One agent process, started once: one IDE-mode client of the companion.
-    assert log.read_text().count("started node") == 1, log.read_text()
-    ide = wait_for(
-        lambda: nvim.lua("return require('gemini_companion').status().sessions or {}") or None,
-        WAIT,
-        "the agent's IDE connection",
-    )
-    assert len(ide) == 1
-    events = nvim.lua("return _G.test_events")
-    assert {"id": second, "state": "working"} in events
-    assert {"id": first, "state": "working"} in events
+    assert_one_agent_both_working(nvim, log, first, second)
 
 
 def test_over_a2a_each_conversation_is_a_task_of_its_own_on_one_server(

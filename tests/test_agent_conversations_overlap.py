@@ -17,8 +17,8 @@ import pytest
 from agent_setup import GEMINI_JS
 from conversation_helpers import (
     RECORD_EVENTS,
-    WAIT,
     agent,
+    assert_one_agent_both_working,
     context,
     conversations,
     text_of,
@@ -90,14 +90,4 @@ def test_two_conversations_stream_at_the_same_instant_on_one_real_gemini_acp_in_
     assert "kiwi" not in one and "mango" not in two, (one, two)
     listed = conversations(nvim)
     assert listed[first]["session_id"] != listed[second]["session_id"]
-    # One agent process: one IDE-mode client of the companion.
-    assert log.read_text().count("started node") == 1, log.read_text()
-    ide = wait_for(
-        lambda: nvim.lua("return require('gemini_companion').status().sessions or {}") or None,
-        WAIT,
-        "the agent's IDE connection",
-    )
-    assert len(ide) == 1
-    events = nvim.lua("return _G.test_events")
-    assert {"id": first, "state": "working"} in events
-    assert {"id": second, "state": "working"} in events
+    assert_one_agent_both_working(nvim, log, first, second)

@@ -13,6 +13,12 @@ function M.config()
   return require("gemini_companion.config").get().agent
 end
 
+--- The protocol the agent speaks now (`state().protocol`), else the configured one.
+---@return string
+function M.protocol()
+  return require("gemini_companion.agent.state").current.protocol or M.config().protocol
+end
+
 ---@param message string
 ---@param level? integer
 function M.notify(message, level)

@@ -20,11 +20,9 @@ local function notify(message, level)
   require("gemini_companion.agent.connection").notify(message, level)
 end
 
---- The protocol the agent speaks now.
 ---@return string
 local function protocol()
-  return require("gemini_companion.agent.state").current.protocol
-    or require("gemini_companion.agent.connection").config().protocol
+  return require("gemini_companion.agent.connection").protocol()
 end
 
 --- Why the past conversation `r` cannot be loaded now, or nil.

@@ -65,15 +65,17 @@ end
 ---@param c gemini_companion.AgentConversationSlot
 local function give_back(text, c)
   local lines = vim.split(text, "\n", { plain = true })
+  local function blank(typed)
+    return #typed <= 1 and (typed[1] or "") == ""
+  end
   if c ~= require("gemini_companion.agent.conversations").current() then
-    if not c.draft or (#c.draft <= 1 and (c.draft[1] or "") == "") then
+    if blank(c.draft or {}) then
       c.draft = lines
     end
     return
   end
   local buf = require("gemini_companion.agent.panel").prompt_buffer()
-  local typed = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
-  if #typed <= 1 and (typed[1] or "") == "" then
+  if blank(vim.api.nvim_buf_get_lines(buf, 0, -1, false)) then
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   end
 end

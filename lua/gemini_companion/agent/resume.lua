@@ -9,11 +9,9 @@ local function notify(message, level)
   require("gemini_companion.agent.connection").notify(message, level)
 end
 
---- The protocol the agent speaks (`state().protocol`).
 ---@return string
 local function protocol()
-  return require("gemini_companion.agent.state").current.protocol
-    or require("gemini_companion.agent.connection").config().protocol
+  return require("gemini_companion.agent.connection").protocol()
 end
 
 --- Past ACP sessions of the current directory, most recent first, but the one
