@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import logging
 import shlex
+import shutil
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -90,13 +91,16 @@ async def spawn(
             process = AgentProcess(taken, log)
         else:
             process = await AgentProcess.start(cmd, cwd=cwd, env=env, log=log, stdin_pipe=True)
-    except FileNotFoundError:
+    except OSError as exc:
+        # A program named without a path that no PATH folder holds is "not found",
+        # also when a folder of PATH is closed to this user (exec then says EACCES).
+        found = "/" in cmd[0] or shutil.which(cmd[0], path=env.get("PATH")) is not None
+        if not isinstance(exc, FileNotFoundError) and found:
+            raise TransportError(f"cannot start the agent ({shlex.join(cmd)}): {exc}") from None
         raise TransportError(
             f"cannot start the agent: {cmd[0]!r} was not found. Install the Gemini CLI"
             " (npm install -g @google/gemini-cli) or set agent.acp.cmd"
         ) from None
-    except OSError as exc:
-        raise TransportError(f"cannot start the agent ({shlex.join(cmd)}): {exc}") from None
     log.info("started %s (pid %d) in %s", shlex.join(cmd), process.pid, cwd)
     try:
         # Milliseconds without the package's __init__ (sdk.py): no schema.
