@@ -23,6 +23,7 @@ local M = {}
 local api = vim.api
 
 local classifier = require("gemini_companion.agent.markdown_lines")
+local lazy = require("gemini_companion.agent.markdown_lazy")
 
 M.ns = classifier.ns
 
@@ -62,6 +63,9 @@ local enabled = false
 ---@param b? integer
 function M.reset(b)
   states = {}
+  if b and api.nvim_buf_is_valid(b) then
+    lazy.clear(b, 0, -1)
+  end
   require("gemini_companion.agent.markdown_marks").reset(b)
 end
 
@@ -72,6 +76,7 @@ end
 ---@param last integer
 function clear(b, first, last)
   api.nvim_buf_clear_namespace(b, M.ns, first, last)
+  lazy.clear(b, first, last)
   require("gemini_companion.agent.markdown_marks").clear(b, first, last)
 end
 M.clear = clear
@@ -84,6 +89,7 @@ M.clear = clear
 ---@param last integer
 ---@return table[]
 function M.marks(b, first, last)
+  lazy.ensure(b, first, last == -1 and api.nvim_buf_line_count(b) - 1 or last - 1)
   local out = {}
   for _, m in ipairs(require("gemini_companion.agent.markdown_marks").get(b, first, last)) do
     out[#out + 1] = { m[1], m[2], m[1], m[3], m[4], m[5] }
@@ -194,9 +200,14 @@ function run(b, id, st, start, finish)
   local folds = (complete or partial) and #lines or #lines - 1
   local tail = st.tail
   st.tail = nil
+  local pending -- the first row of the run of rows classified when first drawn
   for i, line in ipairs(lines) do
     local row = first + i - 1
     local rel = row - start
+    if pending and (fence or i > folds or (tail and tail.line.rel == rel)) then
+      lazy.defer(b, pending, row - 1)
+      pending = nil
+    end
     if fence then
       if closes(fence, line) then
         span(b, start, fence, row, #line)
@@ -204,11 +215,8 @@ function run(b, id, st, start, finish)
         fence = nil
       end
     elseif i <= folds and not (tail and tail.line.rel == rel) then
-      local added = marks.added
-      fence = classifier.classify(b, row, rel, line)
-      if marks.added ~= added then
-        marks.seal(b, row)
-      end
+      pending = pending or row
+      fence = lazy.opens(line, rel)
     else
       -- The line being classified as it grows: only what was appended.
       local ls = tail and tail.line
@@ -226,6 +234,9 @@ function run(b, id, st, start, finish)
     if i == folds then
       st.done, st.fence = rel + 1, fence
     end
+  end
+  if pending then
+    lazy.defer(b, pending, first + #lines - 1)
   end
   if fence and #lines > 0 then
     span(b, start, fence, first + #lines - 1, #lines[#lines])

@@ -264,6 +264,7 @@ function M.draw(b)
       if not drawn[wb] then
         return false
       end
+      require("gemini_companion.agent.markdown_lazy").ensure(wb, top, bot)
       use(wb)
       for _, m in ipairs(api.nvim_buf_get_extmarks(wb, rows_ns, { top, 0 }, { bot, -1 }, {})) do
         local row = m[2]
