@@ -60,3 +60,48 @@ def test_a_flood_while_neovim_is_busy_is_drawn_in_few_batches_in_order_and_whole
     batches = nvim.lua("return _G.test_batches")
     assert batches <= 20, f"{batches} batches for 200 chunks that arrived while Neovim was busy"
     assert agent_state(nvim)["state"] == "idle"
+
+
+# Each batch drawn, stamped with Neovim's clock (ns).
+STAMP_BATCHES = (
+    "local t = require('gemini_companion.agent.transcript') local apply = t._apply"
+    " _G.test_stamps = {}"
+    " t._apply = function(ops)"
+    " table.insert(_G.test_stamps, vim.uv.hrtime()) return apply(ops) end"
+)
+
+FRAME_NS = 8_000_000  # agent/view.py's FRAME
+
+
+def test_a_stream_faster_than_frames_is_drawn_once_a_frame_in_order_and_whole(
+    nvim_factory: Callable[..., Nvim], tmp_path: Path
+) -> None:
+    """Issue 31 item 5: a batch costs Neovim a round trip and a redraw whatever it
+    holds, so chunks a millisecond apart (the CLI's own pace from a fast model) go
+    at most one batch a frame. A batch goes only a frame after the last one went,
+    and only once that one is drawn: n batches drawn span at least (n - 2) frames,
+    however loaded the machine."""
+    work = tmp_path / "work"
+    work.mkdir()
+    cmd = [sys.executable, str(FAKE_AGENT)]
+    nvim = nvim_factory(cwd=work, setup={"agent": {"protocol": "acp", "acp": {"cmd": cmd}}})
+    nvim.wait_running()
+    nvim.api.command("GeminiAgent hello")
+    wait_transcript(nvim, "echo: hello", 60)
+    wait_agent(nvim, "the first turn to end", lambda s: s["state"] == "idle", 60)
+    nvim.lua(STAMP_BATCHES)
+
+    nvim.api.command("GeminiAgent stream 300 200 1")
+    wait_agent(
+        nvim,
+        "the stream drawn",
+        lambda s: s["state"] == "idle" and transcript(nvim).count("<t=") >= 300,
+        60,
+    )
+    stamps = [int(t) for t in re.findall(r"^<t=(\d+)>x+$", transcript(nvim), re.M)]
+    assert len(stamps) == 300
+    assert stamps == sorted(stamps)
+    drawn = nvim.lua("return _G.test_stamps")
+    assert len(drawn) <= (drawn[-1] - drawn[0]) / FRAME_NS + 2, (
+        f"{len(drawn)} batches in {(drawn[-1] - drawn[0]) / 1e6:.0f} ms"
+    )

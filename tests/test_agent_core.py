@@ -290,8 +290,12 @@ def test_thoughts_have_their_subject_on_the_first_line(tmp_path: Path, log_file:
 
 
 def test_chunks_arriving_while_a_batch_is_drawn_join_the_next_one(
-    tmp_path: Path, log_file: Path
+    tmp_path: Path, log_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # What is pushed while a batch is in flight, not within a frame of the last
+    # (test_agent_acp_stream.py has the frame): batches go as soon as they may.
+    monkeypatch.setattr("gemini_companion.agent.view.FRAME", 0.0)
+
     async def main() -> None:
         session, editor, _ = make(tmp_path)
         session.request("prompt", {"text": "warm up"})

@@ -269,6 +269,19 @@ end
 
 --- Draw one batch (agent/view.py, through host.lua's agent_draw). Each op is
 --- drawn on its own: one that fails is shown as failed and the others still draw.
+---
+--- - `{ op = "block", id, lines, kind, pending? }`: create the block at the end of
+---   the transcript, or replace its lines; `pending`: the call id of the
+---   confirmation these lines show (a confirmation without an id is answered
+---   only once it is drawn);
+--- - `{ op = "append", id, text, prefix }`: append text to the last line of the
+---   (last) block `id`; new lines start with `prefix`;
+--- - `{ op = "state", state }`: the agent's state (`agent.state()`);
+--- - `{ op = "notify", text, level }`: a message to the user (agent/messages.lua);
+--- - `{ op = "checktime" }`: `:checktime`, a file the agent wrote may be loaded;
+--- - `{ op = "bottom" }`: the transcript's windows show its last line;
+--- - `{ op = "conversation", id }`, first in a conversation's batches: the one it
+---   draws into (a batch of one stopped and replaced since is stale: `target`).
 ---@param ops table[]
 function M._apply(ops)
   local c, stale = target(ops)

@@ -1,33 +1,15 @@
 """The panel as the session sees it: operations batched into Neovim.
 
 Streams are rendered by coalescing: an operation pushed while a batch is on its
-way to Neovim (or being drawn there) waits in the outbox and joins the next
-batch, and text appended to the same block in one batch becomes one string. So a
-fast stream costs Neovim one redraw per round trip, not one per chunk, and a slow
-one is drawn at once.
+way to Neovim (or being drawn there), or less than a frame (:data:`FRAME`)
+after the last batch went, waits in the outbox and joins the next batch, and text
+appended to the same block in one batch becomes one string. So a fast stream
+costs Neovim one redraw per frame, not one per chunk, and a slow one is drawn at
+once.
 
-Operations (drawn by lua/gemini_companion/agent/transcript.lua ``_apply``):
-
-``{"op": "block", "id", "lines", "kind", "pending"?}``
-    create the block at the end of the transcript, or replace its lines;
-    ``pending``: the call id of the confirmation these lines show (the panel
-    answers a confirmation without an id only once it has drawn it);
-``{"op": "append", "id", "text", "prefix"}``
-    append text to the last line of the (last) block ``id``; new lines start
-    with ``prefix``;
-``{"op": "state", "state"}``
-    the agent's state (``require("gemini_companion.agent").state()``);
-``{"op": "notify", "text", "level"}``
-    a message to the user (coalesced by the panel: never a wait on the message
-    area);
-``{"op": "checktime"}``
-    ``:checktime``: a file the agent wrote may be loaded;
-``{"op": "bottom"}``
-    the transcript's windows show its last line.
-
-A view made for a conversation starts each batch with ``{"op": "conversation",
-"id"}``, the conversation it describes: the panel drops a batch of a conversation
-older than the newest it has drawn (one stopped, whose agent is still ending).
+Its operations (``block``, ``append``, ``state``, ``notify``, ``checktime``,
+``bottom``, and ``conversation`` first in a conversation's batches) are drawn by,
+and documented at, lua/gemini_companion/agent/transcript.lua's ``_apply``.
 
 Everything sent is valid UTF-8 (lone surrogates an agent sent in JSON become
 U+FFFD, and the user is told once), and no transcript line is longer than
@@ -60,6 +42,12 @@ if TYPE_CHECKING:
     from .nvim_channel import NvimChannel
 
 log = logging.getLogger(__name__)
+
+# A batch goes at most once a frame: what comes sooner joins the next one. Each
+# batch costs Neovim a round trip and a redraw whatever it holds (1 MB from the
+# CLI was 840 batches; now about 80: issue 31 item 5). A chunk after a pause (a
+# model's stream, tens of ms apart) still goes at once.
+FRAME = 0.008
 
 
 class PanelView:
@@ -96,6 +84,7 @@ class PanelView:
         self._channel_batch = False  # the batch in flight went over the channel
         self._watching = False  # the channel wakes the loop with its answer
         self._flushing = False
+        self._sent_at = -FRAME  # when the last batch went (the loop's clock)
 
     async def connect(self, address: str, host_pid: int | None = None) -> None:
         """Send batches over a connection of the session's own to the Neovim at
@@ -296,6 +285,12 @@ class PanelView:
         self._scheduled = False
         if self._in_flight:
             return  # sent when the batch in flight is drawn
+        loop = self._loop or asyncio.get_running_loop()
+        wait = self._sent_at + FRAME - loop.time()
+        if wait > 0 and (self._outbox or self._state_due):
+            self._scheduled = True  # what is pushed meanwhile joins it
+            loop.call_later(wait, self._flush)
+            return
         due, self._state_due = self._state_due, False
         batch = self._take()
         if not batch and not due:
@@ -318,6 +313,7 @@ class PanelView:
         """Send ``batch`` over ``channel`` (the session's own, from its loop), or
         through the editor without one."""
         self.batches += 1
+        self._sent_at = (self._loop or asyncio.get_running_loop()).time()
         if self._conversation is not None:
             batch.insert(0, {"op": "conversation", "id": self._conversation})
         # Not sent over a closed channel (or one failing as it is written): through
