@@ -1,11 +1,10 @@
 """The panel as the session sees it: operations batched into Neovim.
 
 Streams are rendered by coalescing: an operation pushed while a batch is on its
-way to Neovim (or being drawn there), or less than a frame (:data:`FRAME`)
-after the last batch went, waits in the outbox and joins the next batch, and text
-appended to the same block in one batch becomes one string. So a fast stream
-costs Neovim one redraw per frame, not one per chunk, and a slow one is drawn at
-once.
+way to Neovim (or being drawn there), or in a stream faster than frames
+(:data:`FRAME`), waits in the outbox and joins the next batch, and text appended
+to the same block in one batch becomes one string. So a fast stream costs Neovim
+one redraw per frame, not one per chunk, and a slow one is drawn at once.
 
 Its operations (``block``, ``append``, ``state``, ``notify``, ``checktime``,
 ``bottom``, and ``conversation`` first in a conversation's batches) are drawn by,
@@ -43,10 +42,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# A batch goes at most once a frame: what comes sooner joins the next one. Each
-# batch costs Neovim a round trip and a redraw whatever it holds (1 MB from the
-# CLI was 840 batches; now about 80: issue 31 item 5). A chunk after a pause (a
-# model's stream, tens of ms apart) still goes at once.
+# In a stream faster than this, a batch goes at most once a frame: what comes
+# sooner joins the next one. Each batch costs Neovim a round trip and a redraw
+# whatever it holds (1 MB from the CLI was 840 batches; now about 80: issue 31
+# item 5). A batch after a pause goes at once, and so does the next one however
+# soon (a model's stream, chunks tens of ms apart, one late: no wait for it).
 FRAME = 0.008
 
 
@@ -85,6 +85,8 @@ class PanelView:
         self._watching = False  # the channel wakes the loop with its answer
         self._flushing = False
         self._sent_at = -FRAME  # when the last batch went (the loop's clock)
+        self._quick = False  # it went within a frame of the one before, or waited
+        self._waited = False  # the batch in the outbox waits for its frame
 
     async def connect(self, address: str, host_pid: int | None = None) -> None:
         """Send batches over a connection of the session's own to the Neovim at
@@ -287,8 +289,8 @@ class PanelView:
             return  # sent when the batch in flight is drawn
         loop = self._loop or asyncio.get_running_loop()
         wait = self._sent_at + FRAME - loop.time()
-        if wait > 0 and (self._outbox or self._state_due):
-            self._scheduled = True  # what is pushed meanwhile joins it
+        if wait > 0 and self._quick and (self._outbox or self._state_due):
+            self._scheduled = self._waited = True  # what is pushed meanwhile joins it
             loop.call_later(wait, self._flush)
             return
         due, self._state_due = self._state_due, False
@@ -313,7 +315,9 @@ class PanelView:
         """Send ``batch`` over ``channel`` (the session's own, from its loop), or
         through the editor without one."""
         self.batches += 1
-        self._sent_at = (self._loop or asyncio.get_running_loop()).time()
+        now = (self._loop or asyncio.get_running_loop()).time()
+        self._quick = self._waited or now - self._sent_at < FRAME
+        self._sent_at, self._waited = now, False
         if self._conversation is not None:
             batch.insert(0, {"op": "conversation", "id": self._conversation})
         # Not sent over a closed channel (or one failing as it is written): through
