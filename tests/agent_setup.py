@@ -118,3 +118,30 @@ def status_row(nvim: Nvim, win: int) -> str:
     """The status line of window ``win`` as the screen shows it, after ``:redraw!``."""
     nvim.api.command("redraw!")
     return str(nvim.lua(_WINDOW_ROWS, win, True)[0])
+
+
+# Whether each transcript cell ({ row, col }, 1-based) is drawn with a highlight,
+# after ``:redraw!``; a message naming the first cell not on screen instead.
+_DRAWN = """
+local cells = ...
+vim.cmd('redraw!')
+local b = require('gemini_companion.agent.transcript').buffer()
+local win = vim.fn.win_findbuf(b)[1]
+local out = {}
+for _, c in ipairs(cells) do
+  local pos = vim.fn.screenpos(win, c[1], c[2])
+  if pos.row == 0 then
+    return 'row ' .. c[1] .. ' is not on screen'
+  end
+  local cell = vim.api.nvim__inspect_cell(1, pos.row - 1, pos.col - 1)
+  out[#out + 1] = cell[3] ~= nil and next(cell[3]) ~= nil
+end
+return out
+"""
+
+
+def highlighted(nvim: Nvim, cells: list[list[int]]) -> list[bool] | str:
+    """Whether each transcript cell ``[row, col]`` (1-based) is drawn with a highlight
+    on screen, after a full redraw; what is wrong when one is not on screen."""
+    found = nvim.lua(_DRAWN, cells)
+    return found if isinstance(found, str) else [bool(x) for x in found]

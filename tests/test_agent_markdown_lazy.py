@@ -10,31 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from agent_setup import highlighted
 from harness import Nvim, wait_for
 from hostile_markdown import hostile_lines, ordinary_lines
 
 APPLY = "require('gemini_companion.agent.transcript')._apply(...)"
 WORKING = {"op": "state", "state": {"state": "working", "pending": [], "commands": []}}
 IDLE = {"op": "state", "state": {"state": "idle", "pending": [], "commands": []}}
-
-# Whether each cell ({ row, col }, 1-based, of the transcript) is drawn with a
-# highlight, after a redraw.
-DRAWN = """
-local cells = ...
-vim.cmd('redraw!')
-local b = require('gemini_companion.agent.transcript').buffer()
-local win = vim.fn.win_findbuf(b)[1]
-local out = {}
-for _, c in ipairs(cells) do
-  local pos = vim.fn.screenpos(win, c[1], c[2])
-  if pos.row == 0 then
-    return 'row ' .. c[1] .. ' is not on screen'
-  end
-  local cell = vim.api.nvim__inspect_cell(1, pos.row - 1, pos.col - 1)
-  out[#out + 1] = cell[3] ~= nil and next(cell[3]) ~= nil
-end
-return out
-"""
 
 # Show a row (1-based) at the top of the transcript's window.
 SHOW = """
@@ -97,7 +79,7 @@ def apply(nvim: Nvim, *ops: dict[str, Any]) -> None:
 def drawn(nvim: Nvim, cells: list[list[int]], expected: list[bool]) -> None:
     """Wait for the screen to show ``expected`` at ``cells`` (redrawn at each look:
     Neovim 0.11 may draw a line's highlight only at the second redraw)."""
-    wait_for(lambda: nvim.lua(DRAWN, cells) == expected, 30, f"{expected} at {cells}")
+    wait_for(lambda: highlighted(nvim, cells) == expected, 30, f"{expected} at {cells}")
 
 
 @pytest.fixture

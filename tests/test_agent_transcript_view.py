@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agent_setup import wait_transcript
+from agent_setup import highlighted, wait_transcript
 from harness import Nvim, wait_for
 
 # Apply one batch of ops (a list of tables) as the host does.
@@ -265,23 +265,6 @@ def test_the_transcript_cannot_be_edited_by_the_user_while_it_streams(panel: Nvi
     assert not any("edited" in line for line in lines(nvim))
 
 
-# Whether each of the given transcript cells ({ row, col }, 1-based) is drawn with
-# a highlight on screen, after a full redraw.
-DRAWN = """
-local cells = ...
-vim.cmd('redraw!')
-local b = require('gemini_companion.agent.transcript').buffer()
-local win = vim.fn.win_findbuf(b)[1]
-local out = {}
-for _, c in ipairs(cells) do
-  local pos = vim.fn.screenpos(win, c[1], c[2])
-  local cell = vim.api.nvim__inspect_cell(1, pos.row - 1, pos.col - 1)
-  out[#out + 1] = cell[3] ~= nil and next(cell[3]) ~= nil
-end
-return out
-"""
-
-
 def test_the_answers_markdown_is_drawn_on_screen(panel: Nvim) -> None:
     nvim = panel
     # The highlights are ephemeral extmarks drawn for the rows on screen only.
@@ -319,7 +302,7 @@ def test_the_answers_markdown_is_drawn_on_screen(panel: Nvim) -> None:
     }
 
     def drawn() -> dict[str, bool] | None:
-        found = dict(zip(cells, nvim.lua(DRAWN, list(cells.values())), strict=True))
+        found = dict(zip(cells, highlighted(nvim, list(cells.values())), strict=True))
         return found if found == expected else None
 
     wait_for(drawn, 30, f"the screen to show {expected}")

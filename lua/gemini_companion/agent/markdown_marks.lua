@@ -264,7 +264,9 @@ function M.draw(b)
       if not drawn[wb] then
         return false
       end
-      require("gemini_companion.agent.markdown_lazy").ensure(wb, top, bot)
+      -- The rows in view not classified yet (markdown_lazy.lua); an error there
+      -- must not cost the marks already known (nor disable this provider).
+      pcall(require("gemini_companion.agent.markdown_lazy").ensure, wb, top, bot)
       use(wb)
       for _, m in ipairs(api.nvim_buf_get_extmarks(wb, rows_ns, { top, 0 }, { bot, -1 }, {})) do
         local row = m[2]
