@@ -33,7 +33,10 @@ plenary.nvim, for codecompanion.nvim's chat with its ``gemini_cli`` adapter:
   60 MiB.
 
 Run: .venv/bin/python bench/panel_cost.py [--runs N] [--size BYTES] [--delay S]
-     [--pace-bytes B] [--pace-ms MS] [--no-paced]
+     [--pace-bytes B] [--pace-ms MS] [--no-paced] [--ide]
+``--ide`` turns the CLI's IDE mode on for every panel: this plugin's agent then
+connects to its IDE server as it starts (what a user with IDE mode on gets), the
+others find no IDE.
 The load average is printed with the figures: on a busy machine they grow.
 """
 
@@ -127,13 +130,16 @@ class Panel:
     """One panel in one Neovim: how to open it, prompt it and tell it is done."""
 
     name = ""
+    # --ide: the CLI's IDE mode on (settings.json) for every panel; this plugin's
+    # agent then connects to its IDE server as it starts, the others find no IDE.
+    ide: bool | None = None
 
     def __init__(self, root: Path, fake: Path | str, delay: float) -> None:
         """``fake``: the CLI's canned answers (``--fake-responses-non-strict``), or
         the URL of a fake Gemini API (``GOOGLE_GEMINI_BASE_URL``)."""
         self.root = root
         self.log = root / "tap.jsonl"
-        home = gemini_home(root)
+        home = gemini_home(root, ide=self.ide)
         self.env = {"HOME": str(home), "GEMINI_API_KEY": "offline-bench-key"}
         self.cmd = [sys.executable, str(TAP), str(self.log), "--", "node", str(GEMINI_JS), "--acp"]
         if isinstance(fake, str):
@@ -539,8 +545,11 @@ def main() -> None:
     parser.add_argument("--pace-bytes", type=int, default=1000)
     parser.add_argument("--pace-ms", type=float, default=20.0)
     parser.add_argument("--no-paced", action="store_true", help="skip the paced stream")
+    parser.add_argument("--ide", action="store_true", help="the CLI's IDE mode on")
     args = parser.parse_args()
-    print(f"load average before: {load()}")
+    if args.ide:
+        Panel.ide = True
+    print(f"load average before: {load()}; the CLI's IDE mode {'on' if args.ide else 'off'}")
     results: dict[str, dict[str, Any]] = {kind.name: {} for kind in panels()}
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
         base = Path(tmp)
