@@ -122,10 +122,11 @@ local function check_acp(acp)
 end
 
 --- agent.prestart (agent/spare.lua): on or off, and what it costs, as measured
---- (bench/panel_cost.py, 2026-11-28: gemini --acp 0.61.0; host 27 -> 56 MiB).
+--- (bench/panel_cost.py, 2026-11-28: gemini --acp 0.61.0 in one process, 223 MiB;
+--- host 26 -> 56 MiB).
 ---@param on boolean
 local function check_prestart(on)
-  local cost = "about 145 MiB for gemini --acp and 29 MiB in the Python host"
+  local cost = "about 225 MiB for gemini --acp and 30 MiB in the Python host"
   if not on then
     health.info(
       "agent.prestart is off: the panel starts the agent when it opens (with it on: ready at once, for " .. cost .. ")"

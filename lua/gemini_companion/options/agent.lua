@@ -37,7 +37,7 @@ return {
       type = "boolean",
       default = false,
       summary = "Start the agent once Neovim is idle after start-up",
-      help = "Start the agent once Neovim has had no key for a second after start-up (never before the first screen), so that the panel opens on an agent that is ready. It costs the memory of an agent that may not be used: about 145 MiB for `gemini --acp` 0.61.0 and 29 MiB in the plugin's Python host (measured: |gemini-companion-agent-prestart|). It stops with the companion and at |:qa| like any agent; a start that fails says so when the panel opens.",
+      help = "Start the agent once Neovim has had no key for a second after start-up (never before the first screen), so that the panel opens on an agent that is ready. It costs the memory of an agent that may not be used: about 225 MiB for `gemini --acp` 0.61.0 and 30 MiB in the plugin's Python host (measured: |gemini-companion-agent-prestart|). It stops with the companion and at |:qa| like any agent; a start that fails says so when the panel opens.",
     },
     {
       name = "a2a",

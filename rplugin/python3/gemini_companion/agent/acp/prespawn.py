@@ -60,7 +60,11 @@ def begin(cmd: Sequence[str], cwd: str, env: Mapping[str, str]) -> bool:
     loop = asyncio.get_running_loop()
 
     async def start() -> asyncio.subprocess.Process:
-        agent = await AgentProcess.start(cmd, cwd=cwd, env=env, log=log, stdin_pipe=True)
+        from .launch import start_env
+
+        agent = await AgentProcess.start(
+            cmd, cwd=cwd, env=start_env(cmd, env), log=log, stdin_pipe=True
+        )
         process = agent.process
         # ``initialize`` on its way at once, as the transport's connection will send
         # it (its first request: id 0); the agent reads it once it has started.
