@@ -271,7 +271,7 @@ def test_cancel_answers_the_pending_permission_and_the_next_prompt_works(
     agent.wait_pending("exec")
     nvim.api.command("GeminiAgentCancel")
     agent.wait_state("idle after cancel", lambda s: s["state"] == "idle" and not s["pending"])
-    assert "cancelled" in agent.transcript()
+    agent.wait_transcript("cancelled")
     nvim.api.command("GeminiAgent and now?")
     agent.wait_transcript("A new answer.")
     assert not marker.exists()
