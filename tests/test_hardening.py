@@ -171,8 +171,14 @@ def test_a_discovery_folder_that_is_a_symlink_is_refused_with_a_message(
     state = nvim.wait_state(lambda s: bool(s.get("error")), 15, "the start to fail")
     assert "not a directory" in state["error"]
     assert list(elsewhere.iterdir()) == []
-    messages = [m for m, _ in nvim.lua("return _G.messages")]
-    assert any("could not write the discovery file" in m for m in messages), messages
+    # The message comes in a call of its own after the state: waited for.
+    wait_for(
+        lambda: any(
+            "could not write the discovery file" in m for m, _ in nvim.lua("return _G.messages")
+        ),
+        15,
+        "the message that the discovery file could not be written",
+    )
 
 
 WRITE_AS_OTHER_USER = """
