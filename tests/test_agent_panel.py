@@ -265,6 +265,9 @@ def test_a_reject_option_in_the_edit_diff_tab(agent_nvim: Nvim, log_file: Path) 
     wait_for(
         lambda: nvim.lua("return require('gemini_companion.diff').views()"), 15, "the diff view"
     )
+    # The panel's state, which lists the pending edit, comes on a channel of its own
+    # (a frame later at most): the panel answers only what it has shown.
+    wait_agent(nvim, "the pending edit", lambda s: bool(s["pending"]))
     with pytest.raises(pynvim.NvimError, match='no option "proceed_always"'):
         nvim.api.command("GeminiReject proceed_always")
     assert nvim.lua("return #require('gemini_companion.diff').views()") == 1
