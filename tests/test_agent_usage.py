@@ -42,8 +42,13 @@ def test_each_turn_shows_its_tokens_and_the_status_line_the_conversations_total(
     nvim.api.command("GeminiAgent usage 800 6")
     wait_transcript(nvim, "Tokens: 800 in, 6 out", WAIT)
     state = wait_agent(nvim, "the total", lambda s: s.get("usage", {}).get("total", {}) != {}, WAIT)
+    # And the turn over: its "idle" can be drawn a frame after its tokens, and a
+    # prompt sent while the panel still shows "working" is refused as busy.
     state = wait_agent(
-        nvim, "both turns counted", lambda s: s["usage"]["total"]["input_tokens"] == 2000, WAIT
+        nvim,
+        "both turns counted and the second over",
+        lambda s: s["state"] == "idle" and s["usage"]["total"]["input_tokens"] == 2000,
+        WAIT,
     )
     assert state["usage"] == {
         "turn": {"input_tokens": 800, "output_tokens": 6},
