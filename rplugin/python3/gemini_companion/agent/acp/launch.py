@@ -17,8 +17,13 @@ even empty: the CLI then starts itself again as it would) and a
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..child import AgentProcess
 
 NO_RELAUNCH = "GEMINI_CLI_NO_RELAUNCH"
 HEAP_FLAG = "--max-old-space-size"
@@ -58,3 +63,13 @@ def start_env(cmd: Sequence[str], env: Mapping[str, str]) -> dict[str, str]:
         out["NODE_OPTIONS"] = f"{options} {HEAP_FLAG}={heap}".strip()
     out[NO_RELAUNCH] = "true"
     return out
+
+
+async def start(
+    cmd: Sequence[str], *, cwd: str, env: Mapping[str, str], log: logging.Logger
+) -> AgentProcess:
+    """Start the ACP agent ``cmd`` (its stdin a pipe) with :func:`start_env`'s
+    environment: what prespawn.py and process.py both start."""
+    from ..child import AgentProcess
+
+    return await AgentProcess.start(cmd, cwd=cwd, env=start_env(cmd, env), log=log, stdin_pipe=True)

@@ -48,23 +48,19 @@ _waiting: list[_Started] = []
 
 
 def begin(cmd: Sequence[str], cwd: str, env: Mapping[str, str]) -> bool:
-    """Start ``cmd`` in ``cwd`` with ``env`` as the transport would (agent/child.py's
-    ``AgentProcess.start``), without waiting: the process is created by the loop's
-    next callback, so a caller that posts the rest of its work after this call has
-    the agent starting before that work. False (and
-    nothing started) when one started already waits."""
+    """Start ``cmd`` in ``cwd`` with ``env`` as the transport would (launch.py's
+    ``start``), without waiting: the process is created by the loop's next
+    callback, so a caller that posts the rest of its work after this call has the
+    agent starting before that work. False (and nothing started) when one started
+    already waits."""
     if _waiting or not cmd:
         return False
-    from ..child import AgentProcess
+    from . import launch
 
     loop = asyncio.get_running_loop()
 
     async def start() -> asyncio.subprocess.Process:
-        from .launch import start_env
-
-        agent = await AgentProcess.start(
-            cmd, cwd=cwd, env=start_env(cmd, env), log=log, stdin_pipe=True
-        )
+        agent = await launch.start(cmd, cwd=cwd, env=env, log=log)
         process = agent.process
         # ``initialize`` on its way at once, as the transport's connection will send
         # it (its first request: id 0); the agent reads it once it has started.

@@ -90,11 +90,9 @@ async def spawn(
         if taken is not None:
             process = AgentProcess(taken, log)
         else:
-            from .launch import start_env
+            from . import launch
 
-            process = await AgentProcess.start(
-                cmd, cwd=cwd, env=start_env(cmd, env), log=log, stdin_pipe=True
-            )
+            process = await launch.start(cmd, cwd=cwd, env=env, log=log)
     except OSError as exc:
         # A program named without a path that no PATH folder holds is "not found",
         # also when a folder of PATH is closed to this user (exec then says EACCES).
